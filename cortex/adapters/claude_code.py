@@ -1,0 +1,589 @@
+"""Claude Code session transcripts (`~/.claude/projects/<dir>/<session-id>.jsonl`).
+
+One JSON record per line.  The record schema is not documented by Anthropic; what this
+module relies on was read from real transcripts of versions 1.0.98 to 2.1.330 (see
+tests/fixtures/transcripts/SOURCES.md and ../shared/clients/contracts.md section 2).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+
+from .base import (
+    ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
+    THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
+    Adapter, Entry, ParseResult, PlanItem, SessionMeta,
+)
+
+RESULT_TEXT_LIMIT = 4000
+MAX_WARNINGS = 20
+
+# Cortex's own session-start block: whoever carries it, it is never a prompt or a reply.
+CORTEX_MARKER = "<cortex-memory"
+
+TOOL_ACTIONS = {
+    "Edit": EDIT, "MultiEdit": EDIT, "NotebookEdit": EDIT,
+    "Write": WRITE,
+    "Read": READ, "NotebookRead": READ,
+    "Bash": SHELL, "BashOutput": SHELL,
+    "Grep": SEARCH, "Glob": SEARCH, "LS": SEARCH, "WebSearch": SEARCH, "WebFetch": SEARCH,
+    "web_search": SEARCH, "web_fetch": SEARCH,  # server-side tools
+    "Task": TASK, "Agent": TASK,
+    "TodoWrite": OTHER,
+}
+
+PLAN_STATUS = {
+    "pending": "pending", "todo": "pending", "not_started": "pending",
+    "in_progress": "in_progress", "in-progress": "in_progress", "active": "in_progress",
+    "completed": "completed", "complete": "completed", "done": "completed",
+}
+
+# Record types Claude Code writes; used by sniff() only.
+RECORD_TYPES = frozenset((
+    "user", "assistant", "system", "summary", "progress", "file-history-snapshot",
+    "queue-operation", "attachment", "last-prompt", "cost-state", "mode", "tools-used",
+    "atis-latch", "custom-title", "ai-title", "agent-name",
+))
+
+_REMINDER_RE = re.compile(
+    r"<(system-reminder|user-prompt-submit-hook)>.*?</\1>\s*", re.DOTALL)
+_COMMAND_NAME_RE = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS_RE = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+_BASH_INPUT_RE = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
+_EXIT_CODE_RE = re.compile(r"^(?:Error: )?Exit code (-?\d+)\b")
+_TOOL_ERROR_RE = re.compile(r"^\s*<tool_use_error>(.*)</tool_use_error>\s*$", re.DOTALL)
+
+# User text that the client wrote, not the human (local command output and caveats,
+# `!` shell-mode output, background task notices, interrupt markers).
+_INJECTED_PREFIXES = (
+    "<local-command-stdout>", "<local-command-stderr>", "<local-command-caveat>",
+    "<bash-stdout>", "<bash-stderr>", "<task-notification>",
+    "[Request interrupted by user", "Caveat: The messages below were generated",
+)
+
+
+class ClaudeCodeAdapter(Adapter):
+    client = "claude-code"
+
+    # ---------------------------------------------------------------- sniff
+
+    def sniff(self, head: bytes, path: str) -> bool:
+        parts = head.split(b"\n")
+        last = len(parts) - 1  # may be cut off by the head's size limit
+        yes = no = seen = 0
+        for i, raw in enumerate(parts):
+            raw = raw.strip()
+            if not raw:
+                continue
+            seen += 1
+            if seen > 10:
+                break
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                if i != last:
+                    no += 1  # e.g. the first line of a pretty-printed JSON document
+                continue
+            verdict = _looks_like_record(rec)
+            if verdict is True:
+                yes += 1
+            elif verdict is False:
+                no += 1
+        if yes or no:
+            if yes != no:
+                return yes > no
+            return ".claude" in path.replace("\\", "/")
+        # No complete line in the head (a very long first record): look at the raw bytes.
+        return (b'"sessionId"' in head and b'"parentUuid"' in head
+                and re.search(rb'"type"\s*:\s*"(user|assistant|system|summary)"', head) is not None)
+
+    # ---------------------------------------------------------------- parse
+
+    def parse(self, path: str, cursor: int = 0) -> ParseResult:
+        meta = SessionMeta(client=self.client)
+        result = ParseResult(meta=meta, cursor=max(cursor, 0))
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            start = result.cursor
+            if start > size:
+                _warn(result, f"cursor {start} is past the end of the file ({size} bytes); "
+                              "the file was replaced, re-reading from the start")
+                start = 0
+            line_no = _count_newlines(f, start) if start else 0
+            mid_line = False
+            if start:
+                f.seek(start - 1)
+                mid_line = f.read(1) != b"\n"
+            f.seek(start)
+            data = f.read()
+
+        lines = data.split(b"\n")
+        tail = lines.pop()  # bytes after the last newline: a line still being written
+        if tail:
+            result.truncated = True
+        result.cursor = start + len(data) - len(tail)
+        if mid_line and lines:
+            # A cursor inside a line: drop the rest of that line rather than misread it.
+            _warn(result, f"cursor {start} is not at a line start; skipped to the next line")
+            lines[0] = b""
+
+        state = _State(result)
+        for raw in lines:
+            line_no += 1
+            if not raw or raw.isspace():
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                result.bad_lines += 1
+                continue
+            if not isinstance(rec, dict):
+                result.bad_lines += 1
+                continue
+            try:
+                state.record(rec, line_no)
+            except Exception as exc:  # malformed record of a known type: skip it, never raise
+                result.bad_lines += 1
+                _warn(result, f"L{line_no}: skipped ({type(exc).__name__}: {exc})")
+        state.finish()
+        if start and state.orphans:
+            _resolve_orphans(path, start, state)
+        return result
+
+    # ---------------------------------------------------------------- companions
+
+    def companions(self, path: str) -> list:
+        path = os.path.abspath(path)
+        folder, base = os.path.split(path)
+        if base.startswith("agent-"):
+            return []  # a subagent file has no companions of its own
+        stem = base[:-len(".jsonl")] if base.endswith(".jsonl") else os.path.splitext(base)[0]
+        found = []
+        # 2.1.x: <dir>/<session>/subagents/agent-*.jsonl
+        sub = os.path.join(folder, stem, "subagents")
+        for name in _listdir(sub):
+            if name.startswith("agent-") and name.endswith(".jsonl"):
+                found.append(os.path.join(sub, name))
+        # 2.0.x: agent-*.jsonl beside the session file, tied to it only by sessionId.
+        siblings = [n for n in _listdir(folder) if n.startswith("agent-") and n.endswith(".jsonl")]
+        heads = {}
+        if siblings:
+            session_id = _head_info(path)[0] or stem
+            for name in siblings:
+                p = os.path.join(folder, name)
+                heads[p] = _head_info(p)
+                if heads[p][0] == session_id:
+                    found.append(p)
+        # "Warmup" agents are the client's cache pre-warming, not delegated work.
+        return sorted(p for p in found if (heads.get(p) or _head_info(p))[1] != "Warmup")
+
+
+# -------------------------------------------------------------------- parsing state
+
+class _State:
+    """Everything one parse() call remembers between lines."""
+
+    def __init__(self, result: ParseResult):
+        self.result = result
+        self.meta = result.meta
+        self.out = result.entries
+        self.calls = {}        # tool_use id -> TOOL_CALL entry, to label results
+        self.seen_blocks = set()  # (message id, block identity): one message spans many lines
+        self.uuids = set()
+        self.custom_title = self.ai_title = None
+        self.summaries = []       # (leafUuid, summary) in file order
+        self.orphans = []         # indexes in `out` of results whose call was not seen
+
+    def record(self, rec: dict, line_no: int) -> None:
+        kind = rec.get("type")
+        self._meta(rec)
+        uuid = rec.get("uuid")
+        if uuid:
+            self.uuids.add(uuid)
+        if kind == "assistant":
+            self._assistant(rec, line_no)
+        elif kind == "user":
+            self._user(rec, line_no)
+        elif kind == "summary":
+            title = rec.get("summary")
+            if isinstance(title, str) and title.strip():
+                self.summaries.append((rec.get("leafUuid"), title.strip()))
+        elif kind == "custom-title":  # /rename
+            title = rec.get("customTitle")
+            if isinstance(title, str) and title.strip():
+                self.custom_title = title.strip()
+        elif kind == "ai-title":
+            title = rec.get("aiTitle")
+            if isinstance(title, str) and title.strip():
+                self.ai_title = title.strip()
+        elif kind == "attachment":
+            self._attachment(rec, line_no)
+        # system, progress, file-history-snapshot, queue-operation, last-prompt,
+        # api-request*, cost-state, mode, tools-used, ...: nothing the extractor needs.
+
+    def finish(self) -> None:
+        # A user's /rename beats a generated title.  `summary` lines can name other
+        # sessions (a resumed file collects them), so prefer one whose leaf is in this file.
+        own = [t for leaf, t in self.summaries if leaf in self.uuids]
+        summary = (own or [t for _, t in self.summaries] or [None])[-1]
+        title = self.custom_title or self.ai_title or summary
+        if title:
+            self.meta.title = title
+
+    def _meta(self, rec: dict) -> None:
+        meta = self.meta
+        sid = rec.get("sessionId")
+        if meta.session_id is None and sid and isinstance(sid, str):
+            meta.session_id = sid
+        cwd = rec.get("cwd")
+        if cwd and isinstance(cwd, str):
+            meta.cwd = cwd
+        branch = rec.get("gitBranch")
+        if branch and isinstance(branch, str):
+            meta.git_branch = branch
+        version = rec.get("version")
+        if version and isinstance(version, str):
+            meta.client_version = version
+        if meta.started_at is None:
+            ts = rec.get("timestamp")
+            if ts and isinstance(ts, str):
+                meta.started_at = ts
+
+    # ---- assistant
+
+    def _assistant(self, rec: dict, line_no: int) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            raise ValueError("assistant record without a message")
+        mid = msg.get("id")
+        ref, ts, side = f"L{line_no}", rec.get("timestamp"), rec.get("isSidechain") is True
+        # Client-made replies (API errors, "No response requested.") are not model output.
+        synthetic = msg.get("model") == "<synthetic>" or rec.get("isApiErrorMessage") is True
+        content = msg.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            raise ValueError("assistant content is neither a list nor a string")
+        out = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype in ("tool_use", "server_tool_use"):
+                key = ("tool", block.get("id")) if block.get("id") else None
+            elif btype in ("text", "thinking"):
+                key = (mid, btype, block.get(btype)) if mid else None
+            else:
+                continue  # redacted_thinking, server tool results, ...
+            if key is not None:
+                if key in self.seen_blocks:
+                    continue
+                self.seen_blocks.add(key)
+            if btype == "text":
+                text = block.get("text")
+                if isinstance(text, str) and text.strip():
+                    kind = INJECTED if synthetic or CORTEX_MARKER in text else ASSISTANT
+                    out.append(Entry(kind, text, ref, ts, sidechain=side, message_id=mid))
+            elif btype == "thinking":
+                text = block.get("thinking")
+                if isinstance(text, str) and text.strip():
+                    out.append(Entry(THINKING, text, ref, ts, sidechain=side, message_id=mid))
+            else:
+                out.extend(self._tool_call(block, ref, ts, side, mid))
+        self.out.extend(out)
+
+    def _tool_call(self, block, ref, ts, side, mid):
+        name = block.get("name") or ""
+        args = block.get("input")
+        if not isinstance(args, dict):
+            args = {}
+        call = Entry(
+            TOOL_CALL, _call_text(name, args), ref, ts,
+            tool=name, action=TOOL_ACTIONS.get(name, OTHER), args=args,
+            call_id=block.get("id"), files=_call_files(args),
+            sidechain=side, message_id=mid,
+        )
+        if call.call_id:
+            self.calls[call.call_id] = call
+        entries = [call]
+        if name == "TodoWrite" and isinstance(args.get("todos"), list):
+            items = tuple(
+                PlanItem(str(t.get("content") or t.get("activeForm") or ""),
+                         PLAN_STATUS.get(str(t.get("status", "")).lower(), "pending"))
+                for t in args["todos"] if isinstance(t, dict)
+            )
+            text = "\n".join(f"[{i.status}] {i.text}" for i in items)
+            entries.append(Entry(PLAN, text, ref, ts, tool=name, call_id=call.call_id,
+                                 plan=items, sidechain=side, message_id=mid))
+        return entries
+
+    # ---- user
+
+    def _user(self, rec: dict, line_no: int) -> None:
+        msg = rec.get("message")
+        if not isinstance(msg, dict):
+            raise ValueError("user record without a message")
+        ref, ts, side = f"L{line_no}", rec.get("timestamp"), rec.get("isSidechain") is True
+        content = msg.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            raise ValueError("user content is neither a list nor a string")
+        out = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    out.extend(_user_text(rec, text, ref, ts, side))
+            elif btype == "tool_result":
+                out.append(self._tool_result(block, ref, ts, side, len(self.out) + len(out)))
+            # images and documents carry no text
+        self.out.extend(out)
+
+    def _tool_result(self, block, ref, ts, side, index):
+        call_id = block.get("tool_use_id")
+        call = self.calls.get(call_id)
+        if call is None and call_id:
+            self.orphans.append(index)
+        text = _result_text(block.get("content"))
+        m = _TOOL_ERROR_RE.match(text)
+        if m:
+            text = m.group(1)
+        exit_code = None
+        if call is None or call.action == SHELL:
+            m = _EXIT_CODE_RE.match(text)
+            if m:
+                exit_code = int(m.group(1))
+        if len(text) > RESULT_TEXT_LIMIT:
+            text = text[:RESULT_TEXT_LIMIT]
+        return Entry(
+            TOOL_RESULT, text, ref, ts,
+            tool=call.tool if call else None,
+            action=call.action if call else None,
+            call_id=call_id, is_error=block.get("is_error") is True, exit_code=exit_code,
+            files=call.files if call else (), sidechain=side,
+        )
+
+    # ---- attachment (2.1.x+): only hook output reaches the extractor
+
+    def _attachment(self, rec: dict, line_no: int) -> None:
+        att = rec.get("attachment")
+        if not isinstance(att, dict):
+            return
+        atype = att.get("type")
+        if not (isinstance(atype, str) and atype.startswith("hook_")):
+            return
+        content = att.get("content")
+        if isinstance(content, list):
+            content = "\n".join(c for c in content if isinstance(c, str))
+        # A hook that printed JSON has an empty `content` here; its additionalContext
+        # follows in a separate `hook_additional_context` attachment.
+        if isinstance(content, str) and content.strip():
+            self.out.append(Entry(INJECTED, content, f"L{line_no}", rec.get("timestamp"),
+                                  sidechain=rec.get("isSidechain") is True))
+
+
+# -------------------------------------------------------------------- helpers
+
+def _user_text(rec: dict, text: str, ref, ts, side) -> list:
+    if not text.strip():
+        return []
+    if rec.get("isCompactSummary") is True:
+        return [Entry(COMPACT_SUMMARY, text, ref, ts, sidechain=side)]
+    if rec.get("isMeta") is True or CORTEX_MARKER in text:
+        return [Entry(INJECTED, text, ref, ts, sidechain=side)]
+    stripped = text.lstrip()
+    if stripped.startswith(_INJECTED_PREFIXES):
+        return [Entry(INJECTED, text, ref, ts, sidechain=side)]
+    if "<command-name>" in text:
+        m = _COMMAND_NAME_RE.search(text)
+        name = m.group(1).strip() if m else ""
+        if name:
+            if not name.startswith("/"):
+                name = "/" + name
+            a = _COMMAND_ARGS_RE.search(text)
+            args = a.group(1).strip() if a else ""
+            return [Entry(USER, f"{name} {args}" if args else name, ref, ts, sidechain=side)]
+    if stripped.startswith("<bash-input>"):
+        m = _BASH_INPUT_RE.search(text)
+        if m:
+            return [Entry(USER, "!" + m.group(1), ref, ts, sidechain=side)]
+    # Reminders the client spliced into a typed prompt are injected, the rest is the prompt.
+    spans = [m.group(0).strip() for m in _REMINDER_RE.finditer(text)]
+    out = []
+    if spans:
+        text = _REMINDER_RE.sub("", text).strip()
+    if text:
+        out.append(Entry(USER, text, ref, ts, sidechain=side))
+    out.extend(Entry(INJECTED, s, ref, ts, sidechain=side) for s in spans)
+    return out
+
+
+def _resolve_orphans(path: str, start: int, state: _State) -> None:
+    """Label results whose tool call lies before the cursor (an incremental parse).
+
+    Looks the call up by its id in the bytes already consumed, newest first, and parses
+    only the line that holds it.
+    """
+    with open(path, "rb") as f:
+        prefix = f.read(start)
+    out = state.out
+    for i in state.orphans:
+        entry = out[i]
+        call = state.calls.get(entry.call_id) or _find_call(prefix, entry.call_id, state)
+        if call is None:
+            continue
+        exit_code = entry.exit_code if call.action == SHELL else None
+        out[i] = dataclasses.replace(entry, tool=call.tool, action=call.action,
+                                     files=call.files, exit_code=exit_code)
+
+
+def _find_call(prefix: bytes, call_id: str, state: _State):
+    needle = json.dumps(call_id).encode()
+    end = len(prefix)
+    for _ in range(100):  # other records (hook progress, results) mention the id too
+        pos = prefix.rfind(needle, 0, end)
+        if pos < 0:
+            return None
+        end = pos
+        line_start = prefix.rfind(b"\n", 0, pos) + 1
+        line_end = prefix.find(b"\n", pos)
+        try:
+            rec = json.loads(prefix[line_start:line_end])
+            content = rec["message"]["content"] if rec.get("type") == "assistant" else None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("id") == call_id and \
+                    block.get("type") in ("tool_use", "server_tool_use"):
+                state._tool_call(block, "", None, False, None)
+                return state.calls.get(call_id)
+    return None
+
+
+def _call_text(name: str, args: dict) -> str:
+    if name in ("Bash",):
+        return _str(args.get("command"))
+    if name in ("Edit", "MultiEdit", "Write", "Read"):
+        return _str(args.get("file_path"))
+    if name in ("NotebookEdit", "NotebookRead"):
+        return _str(args.get("notebook_path"))
+    if name in ("Grep", "Glob"):
+        pattern, where = _str(args.get("pattern")), _str(args.get("path"))
+        return f"{pattern} in {where}" if where else pattern
+    if name in ("WebSearch", "web_search"):
+        return _str(args.get("query"))
+    if name in ("WebFetch", "web_fetch"):
+        return _str(args.get("url"))
+    if name in ("Task", "Agent"):
+        return _str(args.get("description")) or _str(args.get("prompt"))
+    if name == "BashOutput":
+        return _str(args.get("bash_id"))
+    return ""
+
+
+def _call_files(args: dict) -> tuple:
+    files = []
+    for key in ("file_path", "notebook_path"):
+        value = args.get(key)
+        if isinstance(value, str) and value and value not in files:
+            files.append(value)
+    return tuple(files)
+
+
+def _result_text(content) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for c in content:
+            if isinstance(c, dict):
+                if c.get("type") == "text" and isinstance(c.get("text"), str):
+                    parts.append(c["text"])
+                elif c.get("type") == "image":
+                    parts.append("[image]")
+            elif isinstance(c, str):
+                parts.append(c)
+        return "\n".join(parts)
+    return ""
+
+
+def _str(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _looks_like_record(rec):
+    """True: a Claude Code record; False: something else; None: can't tell."""
+    if not isinstance(rec, dict):
+        return False
+    kind = rec.get("type")
+    if not isinstance(kind, str):
+        return False
+    if kind == "summary":
+        return "leafUuid" in rec or "summary" in rec
+    if kind == "file-history-snapshot":
+        return "snapshot" in rec
+    if kind in RECORD_TYPES or kind.startswith("api-request"):
+        return "sessionId" in rec or "parentUuid" in rec or "uuid" in rec
+    if "sessionId" in rec and "payload" not in rec:
+        return None  # perhaps a record type newer than this module
+    return False
+
+
+def _count_newlines(f, end: int) -> int:
+    f.seek(0)
+    count, left = 0, end
+    while left > 0:
+        chunk = f.read(min(left, 1 << 20))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        left -= len(chunk)
+    return count
+
+
+def _listdir(folder: str) -> list:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _head_info(path: str, max_lines: int = 20):
+    """(sessionId, text of the first user message) from the start of a transcript."""
+    session_id = first_user = None
+    try:
+        with open(path, "rb") as f:
+            for _ in range(max_lines):
+                raw = f.readline()
+                if not raw:
+                    break
+                try:
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(rec, dict):
+                    continue
+                if session_id is None and isinstance(rec.get("sessionId"), str):
+                    session_id = rec["sessionId"]
+                if rec.get("type") == "user" and first_user is None:
+                    msg = rec.get("message")
+                    content = msg.get("content") if isinstance(msg, dict) else None
+                    if isinstance(content, list):
+                        content = _result_text(content)
+                    first_user = content.strip() if isinstance(content, str) else ""
+                if session_id is not None and first_user is not None:
+                    break
+    except OSError:
+        pass
+    return session_id, first_user
+
+
+def _warn(result: ParseResult, message: str) -> None:
+    if len(result.warnings) < MAX_WARNINGS:
+        result.warnings.append(message)

@@ -1,0 +1,109 @@
+"""`cortex`: the umbrella command.  Each subcommand is a thin wrapper over a library call."""
+import argparse
+import json
+import os
+import sys
+
+from . import __version__
+from .home import Home
+
+
+def cmd_demo(args):
+    from .demo import run_demo
+    return run_demo(keep=args.keep, home_dir=args.home)
+
+
+def cmd_normalize(args):
+    from .normalize import main
+    return main((["--watch"] if args.watch else []) + (["--quiet"] if args.quiet else []))
+
+
+def cmd_session_start(args):
+    from .session_start import main
+    return main((["--cwd", args.cwd] if args.cwd else []) + (["--client", args.client] if args.client else []))
+
+
+def cmd_reindex(args):
+    from . import config
+    from .indexer import reindex
+    from .log import get_logger
+    home = Home().ensure()
+    cfg = config.load(home, fast=False)
+    res = reindex(home, cfg, log=get_logger(home, component="reindex"))
+    if args.json:
+        print(json.dumps({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
+    else:
+        print("reindexed %d records into %s" % (res["records"], home.index_db))
+        for path, err in res["unreadable"]:
+            print("skipped (unreadable, left untouched): %s" % err, file=sys.stderr)
+    return 1 if res["unreadable"] else 0
+
+
+def cmd_status(args):
+    from .status import status
+    info = status(Home())
+    if args.json:
+        print(json.dumps(info, indent=1, sort_keys=True))
+    else:
+        from .status import format_status
+        print(format_status(info))
+    return 0
+
+
+def build_parser():
+    ap = argparse.ArgumentParser(prog="cortex", description="Cortex: memory across coding-assistant sessions.")
+    ap.add_argument("--version", action="version", version="cortex %s" % __version__)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="run the whole loop on bundled real transcripts and print the block")
+    p.add_argument("--keep", action="store_true", help="keep the temporary home and print its path")
+    p.add_argument("--home", help="use this directory as the demo home instead of a temporary one")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("normalize", help="process pending events (same as cortex-normalize)")
+    p.add_argument("--watch", action="store_true", help="keep running, normalizing as events arrive")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_normalize)
+
+    p = sub.add_parser("session-start", help="print the session-start block (same as cortex-session-start)")
+    p.add_argument("--cwd", help="project directory (default: the hook payload's cwd, or this directory)")
+    p.add_argument("--client", choices=["claude-code", "codex", "gemini"])
+    p.set_defaults(func=cmd_session_start)
+
+    p = sub.add_parser("reindex", help="rebuild the index from the record files alone")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+    return ap
+
+
+def main(argv=None):
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 0
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:
+        from .config import ConfigError
+        from .log import error_line, get_logger
+        try:
+            get_logger(Home(), component="cli").exception("command_failed", command=args.command)
+        except Exception:
+            pass
+        if isinstance(e, ConfigError):
+            error_line(str(e), "see docs/configuration.md")
+        else:
+            error_line("%s failed: %s: %s" % (args.command, type(e).__name__, e),
+                       "details are in the log (%s)" % Home().log_file)
+        return 1
+
+
+def run():
+    sys.exit(main())

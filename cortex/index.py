@@ -1,0 +1,183 @@
+"""The index: everything ranking and search need, derived from the record files.
+
+One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
+  records      one row per record: the fields ranking needs, its activation times, its file path
+  postings     term -> (record, term frequency), for BM25
+  terms        term -> document frequency
+  sessions     session id -> records it produced (for SessionStart after compaction)
+  candidates   per scope, the records pre-ranked by the normalizer for session start
+  meta         corpus statistics (document count, total length, idf sum) and build info
+
+BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
+replaced by epsilon 0.25 times the average idf); tests check the scores against rank_bm25.
+WAL mode: a reader sees the index before or after a normalizer run, never half of one.
+`cortex reindex` rebuilds the whole file from records/ in one transaction.
+"""
+import json
+import math
+import os
+import sqlite3
+from collections import Counter
+
+SCHEMA_VERSION = "3"
+K1, B, EPSILON = 1.5, 0.75, 0.25
+
+DDL = """
+CREATE TABLE IF NOT EXISTS records(
+  id TEXT PRIMARY KEY, scope TEXT NOT NULL, scope_id TEXT NOT NULL, project TEXT, type TEXT NOT NULL,
+  status TEXT NOT NULL, text TEXT NOT NULL, confidence REAL, salience REAL, pinned INTEGER, priority INTEGER,
+  created TEXT, updated TEXT, times TEXT, tokens INTEGER, files TEXT, branch TEXT, plan TEXT,
+  sessions TEXT, path TEXT, doclen INTEGER);
+CREATE INDEX IF NOT EXISTS records_scope ON records(scope_id, status);
+CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY(term, id))
+  WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS postings_id ON postings(id);
+CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions(session TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(session, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS candidates(scope_id TEXT NOT NULL, rank INTEGER NOT NULL, id TEXT NOT NULL,
+  PRIMARY KEY(scope_id, rank)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+"""
+
+
+def iso_to_epoch(ts: str) -> float:
+    from datetime import datetime
+    if not ts:
+        return 0.0
+    s = ts.strip().replace("Z", "+00:00")
+    try:
+        d = datetime.fromisoformat(s)
+    except ValueError:
+        try:
+            d = datetime.fromisoformat(s[:19])
+        except ValueError:
+            return 0.0
+    if d.tzinfo is None:
+        from datetime import timezone
+        d = d.replace(tzinfo=timezone.utc)
+    return d.timestamp()
+
+
+def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
+    if readonly:
+        con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=2.0)
+    else:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        existed = os.path.exists(path)
+        con = sqlite3.connect(path, timeout=10.0)
+        if not existed:
+            os.chmod(path, 0o600)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        con.executescript(DDL)
+    return con
+
+
+def index_text(rec: dict) -> str:
+    """What BM25 sees of a record: its text, type, and the names of the files it mentions."""
+    files = " ".join(rec.get("files") or [])
+    return "%s %s %s" % (rec.get("type", ""), rec.get("text", ""), files)
+
+
+def activation_times(rec: dict) -> list:
+    return sorted(iso_to_epoch(t) for t in list(rec.get("seen") or [rec.get("created")]) + list(rec.get("used") or []))
+
+
+class Index:
+    def __init__(self, path: str):
+        self.path = path
+        self.con = connect(path)
+
+    def close(self):
+        self.con.close()
+
+    def _remove(self, rec_id: str):
+        cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
+        terms = [r[0] for r in cur]
+        if terms:
+            self.con.executemany("UPDATE terms SET df=df-1 WHERE term=?", [(t,) for t in terms])
+            self.con.execute("DELETE FROM postings WHERE id=?", (rec_id,))
+        self.con.execute("DELETE FROM sessions WHERE id=?", (rec_id,))
+        self.con.execute("DELETE FROM records WHERE id=?", (rec_id,))
+
+    def upsert(self, rec: dict, path: str, tokenize):
+        self._remove(rec["id"])
+        toks = tokenize(index_text(rec))
+        tf = Counter(toks)
+        sessions = sorted({p.get("session") for p in rec.get("provenance") or [] if p.get("session")})
+        self.con.execute(
+            "INSERT INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (rec["id"], rec["scope"], rec["scope_id"], rec.get("project"), rec["type"], rec.get("status", "active"),
+             rec["text"], float(rec.get("confidence", 0.5)), float(rec.get("salience", 0.5)),
+             1 if rec.get("pinned") else 0, int(rec.get("priority", 0) or 0), rec.get("created"), rec.get("updated"),
+             json.dumps(activation_times(rec)), int(rec.get("tokens", 0) or 0), json.dumps(rec.get("files") or []),
+             rec.get("branch"), json.dumps(rec.get("plan")) if rec.get("plan") is not None else None,
+             json.dumps(sessions), path, len(toks)))
+        if tf:
+            self.con.executemany("INSERT INTO postings VALUES(?,?,?)", [(t, rec["id"], n) for t, n in tf.items()])
+            self.con.executemany("INSERT INTO terms VALUES(?,1) ON CONFLICT(term) DO UPDATE SET df=df+1",
+                                 [(t,) for t in tf])
+        if sessions:
+            self.con.executemany("INSERT OR IGNORE INTO sessions VALUES(?,?)", [(s, rec["id"]) for s in sessions])
+
+    def delete(self, rec_id: str):
+        self._remove(rec_id)
+
+    def ids(self) -> set:
+        return {r[0] for r in self.con.execute("SELECT id FROM records")}
+
+    def finish(self, built_at: str = None):
+        """Recompute the corpus statistics BM25 needs; call once after a batch of upserts."""
+        con = self.con
+        con.execute("DELETE FROM terms WHERE df<=0")
+        n, total = con.execute("SELECT COUNT(*), COALESCE(SUM(doclen),0) FROM records").fetchone()
+        idf_sum, vocab = 0.0, 0
+        for (df,) in con.execute("SELECT df FROM terms"):
+            idf_sum += math.log(n - df + 0.5) - math.log(df + 0.5)
+            vocab += 1
+        meta = {"schema": SCHEMA_VERSION, "N": n, "total_len": total, "idf_sum": idf_sum, "vocab": vocab}
+        if built_at:
+            meta["built_at"] = built_at
+        con.executemany("INSERT OR REPLACE INTO meta VALUES(?,?)", [(k, str(v)) for k, v in meta.items()])
+
+    def set_candidates(self, scope_id: str, ids: list):
+        self.con.execute("DELETE FROM candidates WHERE scope_id=?", (scope_id,))
+        self.con.executemany("INSERT INTO candidates VALUES(?,?,?)", [(scope_id, i, rid) for i, rid in enumerate(ids)])
+
+    def commit(self):
+        self.con.commit()
+
+
+def read_meta(con) -> dict:
+    return {k: v for k, v in con.execute("SELECT key, value FROM meta")}
+
+
+def bm25_scores(con, terms: list, ids_filter=None) -> dict:
+    """BM25Okapi scores of every record that contains a query term.  Repeated query terms count again,
+    as in rank_bm25.  Records without any query term score 0 and are not returned."""
+    meta = read_meta(con)
+    n = int(meta.get("N", 0))
+    if not n or not terms:
+        return {}
+    avgdl = float(meta.get("total_len", 0)) / n or 1.0
+    vocab = int(meta.get("vocab", 0)) or 1
+    eps = EPSILON * float(meta.get("idf_sum", 0.0)) / vocab
+    qcount = Counter(terms)
+    scores = {}
+    doclen_cache = {}
+    for term, qn in qcount.items():
+        row = con.execute("SELECT df FROM terms WHERE term=?", (term,)).fetchone()
+        if not row:
+            continue
+        df = row[0]
+        idf = math.log(n - df + 0.5) - math.log(df + 0.5)
+        if idf < 0:
+            idf = eps
+        for rid, tf, dl in con.execute(
+                "SELECT p.id, p.tf, r.doclen FROM postings p JOIN records r ON r.id=p.id WHERE p.term=?", (term,)):
+            if ids_filter is not None and rid not in ids_filter:
+                continue
+            s = idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl)))
+            scores[rid] = scores.get(rid, 0.0) + qn * s
+            doclen_cache[rid] = dl
+    return scores

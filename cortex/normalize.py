@@ -1,0 +1,312 @@
+"""The normalizer: pending events -> transcript entries -> records -> index.
+
+One run at a time (an OS file lock, released by the kernel if the run dies).  Each
+session's transcript is read only from where the last run stopped (a cursor per
+transcript), all the stop events of one session are coalesced into one read, and
+every event ends in done/ or failed/.  The order of writes makes a crash harmless:
+records first (idempotent upserts), then the cursor, then the events' move to
+done/; a rerun after a crash at any point redoes at most the last step's work and
+writes the same records.
+"""
+import json
+import os
+import sys
+import time
+
+from . import config as config_mod
+from . import inbox
+from .fsutil import atomic_write_text
+from .home import Home
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+
+
+class Busy(Exception):
+    pass
+
+
+class RunLock:
+    """An exclusive, non-blocking lock on state/lock.  The kernel releases it when the holder dies,
+    so a lock left by a killed run is simply taken by the next one."""
+
+    def __init__(self, path):
+        self.path, self.fd = path, None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            import fcntl
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # Windows
+            import msvcrt
+            try:
+                msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                os.close(self.fd)
+                raise Busy(self.holder())
+        except OSError:
+            holder = self.holder()
+            os.close(self.fd)
+            raise Busy(holder)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, str(os.getpid()).encode())
+        return self
+
+    def holder(self):
+        try:
+            with open(self.path) as f:
+                return f.read().strip() or "?"
+        except OSError:
+            return "?"
+
+    def __exit__(self, *exc):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def load_json(path, default):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def nothing_to_do(home: Home) -> bool:
+    """Cheap check before any heavy import: no pending or orphaned claimed events."""
+    for state in ("pending", "claimed"):
+        try:
+            if any(not n.startswith(".") for n in os.listdir(home.inbox_dir(state))):
+                return False
+        except FileNotFoundError:
+            pass
+    return True
+
+
+def safe_transcript_path(path):
+    return (isinstance(path, str) and path and "\x00" not in path and os.path.isabs(path)
+            and path.lower().endswith(TRANSCRIPT_SUFFIXES))
+
+
+class Run:
+    def __init__(self, home: Home, cfg: dict, log, progress=None):
+        self.home, self.cfg, self.log = home, cfg, log
+        self.progress = progress
+        from .records import RecordStore
+        self.store = RecordStore(home.records)
+        self.cursors = load_json(home.cursors, {})
+        self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
+                      "unchanged": 0, "rejected": 0, "bytes": 0}
+        self.touched_scopes = set()
+
+    # -- events -------------------------------------------------------------------------
+    def run(self):
+        names = inbox.claim_all(self.home)
+        self.stats["events"] = len(names)
+        groups = {}
+        for name in names:
+            event, reason = inbox.load(self.home, name)
+            if event is None:
+                self._fail(name, reason)
+                continue
+            p = event["payload"]
+            key = (event["client"], str(p.get("session_id") or ""), str(p.get("transcript_path") or ""))
+            groups.setdefault(key, []).append((name, event))
+        for i, (key, evs) in enumerate(sorted(groups.items(), key=lambda kv: min(e["captured_at"] for _, e in kv[1]))):
+            evs.sort(key=lambda ne: (ne[1]["captured_at"], ne[0]))
+            try:
+                self.session(evs)
+            except Exception as e:  # one broken session never stops the batch
+                self.log.exception("session_failed", session=key[1], client=key[0])
+                for name, _ in evs:
+                    self._fail(name, "normalizer error while reading this session: %s: %s; "
+                                     "fix the cause, then `cortex inbox retry`" % (type(e).__name__, e))
+            if self.progress:
+                self.progress(i + 1, len(groups))
+        self.finish_index()
+        self.cleanup_blobs()
+        return self.stats
+
+    def _fail(self, name, reason):
+        self.log.warning("event_failed", event_file=name, reason=reason)
+        try:
+            inbox.fail(self.home, name, reason)
+        except FileNotFoundError:
+            pass
+        self.stats["failed"] += 1
+
+    # -- one session --------------------------------------------------------------------
+    def transcript_source(self, evs):
+        """(path to read, reason if none).  The client's file if it is still there, else our captured copy."""
+        last = evs[-1][1]
+        path = last["payload"].get("transcript_path")
+        if path and not safe_transcript_path(path):
+            return None, "transcript_path %r is not an absolute path to a .jsonl/.json file; ignored" % (str(path)[:200],)
+        if path and os.path.isfile(path) and not os.path.islink(path):
+            return path, None
+        for _, ev in reversed(evs):
+            blob = (ev.get("transcript") or {}).get("blob")
+            if blob and "/" not in blob and "\\" not in blob:
+                bp = os.path.join(self.home.blobs, blob)
+                if os.path.isfile(bp) and not os.path.islink(bp):
+                    return bp, None
+        if not path:
+            return None, "the hook payload names no transcript_path"
+        return None, ("transcript %s is gone and no copy was captured (the client may have deleted it); "
+                      "nothing to read" % path)
+
+    def session(self, evs):
+        from . import adapters, scope
+        from .extract import Context, extract
+        last = evs[-1][1]
+        payload = last["payload"]
+        src, reason = self.transcript_source(evs)
+        if src is None:
+            for name, _ in evs:
+                self._fail(name, reason)
+            return
+        hint = last["client"] if last["client"] != "unknown" else None
+        adapter = adapters.detect(src, hint)
+        if adapter is None:
+            for name, _ in evs:
+                self._fail(name, "transcript %s is not in a format Cortex reads (Claude Code, Codex, Gemini)" % src)
+            return
+        key = os.path.realpath(payload.get("transcript_path") or src)
+        cur = self.cursors.get(key) or {}
+        size = os.path.getsize(src)
+        offset = int(cur.get("offset", 0))
+        if offset > size and adapter.client != "gemini":
+            offset, cur = 0, {}  # the file was replaced or truncated: read it again
+        res = adapter.parse(src, offset)
+        self.stats["bytes"] += max(size - offset, 0)
+        cwd = payload.get("cwd") or res.meta.cwd or cur.get("cwd")
+        project = scope.project_for(cwd) if cwd else scope.project_for(os.path.dirname(src))
+        domain = scope.domain_for(project, self.cfg)
+        ctx = Context(client=adapter.client, session=payload.get("session_id") or res.meta.session_id,
+                      transcript=payload.get("transcript_path") or src, project=project["id"], domain=domain,
+                      branch=res.meta.git_branch or cur.get("branch"), fallback_time=last["captured_at"],
+                      keyword_min_confidence=self.cfg["extraction"]["keyword_min_confidence"],
+                      max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
+        cands, state = extract(res.entries, ctx, cur.get("state"))
+        new_cursors = {key: {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
+                             "cwd": ctx.cwd, "branch": ctx.branch, "project": ctx.project, "state": state,
+                             "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}}
+        for comp in adapter.companions(src):
+            ckey = os.path.realpath(comp)
+            ccur = self.cursors.get(ckey) or {}
+            coff = int(ccur.get("offset", 0))
+            if coff > os.path.getsize(comp):
+                coff, ccur = 0, {}
+            cres = adapter.parse(comp, coff)
+            cctx = Context(**dict(ctx.__dict__, transcript=comp))
+            ccands, cstate = extract(cres.entries, cctx, ccur.get("state"))
+            cands.extend(c for c in ccands if c.type not in ("progress", "plan"))
+            new_cursors[ckey] = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
+                                 "state": cstate, "companion_of": key}
+        for c in cands:
+            rec, action = self.store.upsert(c.to_store(ctx))
+            self.stats[action] = self.stats.get(action, 0) + 1
+            if rec is not None:
+                self.touched_scopes.add(rec["scope_id"])
+        for text, why in self.store.rejected:
+            self.log.warning("candidate_rejected", text=text, reason=why)
+        self.store.rejected.clear()
+        # records are on disk: now the cursor, then the events
+        self.cursors.update(new_cursors)
+        atomic_write_text(self.home.cursors, json.dumps(self.cursors, indent=1, sort_keys=True))
+        for name, _ in evs:
+            inbox.done(self.home, name)
+            self.stats["done"] += 1
+        self.stats["sessions"] += 1
+        self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
+                      entries=len(res.entries), candidates=len(cands), bad_lines=res.bad_lines,
+                      truncated=res.truncated, events=len(evs))
+
+    # -- index and housekeeping ---------------------------------------------------------
+    def finish_index(self):
+        if not self.store.changed:
+            return
+        from .indexer import update_index
+        update_index(self.home, self.cfg, self.store.changed, self.touched_scopes)
+
+    def cleanup_blobs(self):
+        """Drop captured transcript links no pending event needs, once untouched for the retention time."""
+        keep_hours = float(self.cfg["normalize"]["blob_retention_hours"])
+        if not os.path.isdir(self.home.blobs) or inbox.list_names(self.home, "pending"):
+            return
+        cutoff = time.time() - keep_hours * 3600
+        for name in os.listdir(self.home.blobs):
+            p = os.path.join(self.home.blobs, name)
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    os.unlink(p)
+            except OSError:
+                pass
+
+
+def run(home: Home = None, quiet: bool = False, progress=None) -> dict:
+    """One normalizer run.  Returns its stats, or {'busy': pid} when another run holds the lock."""
+    home = (home or Home()).ensure()
+    if nothing_to_do(home) and os.path.exists(home.config_json):
+        return {"events": 0, "idle": True}
+    from .log import get_logger
+    log = get_logger(home, component="normalize")
+    t0 = time.time()
+    try:
+        with RunLock(home.lock):
+            cfg = config_mod.load(home, fast=False)
+            config_mod.write_snapshot(home, cfg)
+            stats = Run(home, cfg, log, progress).run()
+            stats["duration_ms"] = int((time.time() - t0) * 1000)
+            atomic_write_text(home.path("state", "last_run.json"),
+                              json.dumps(dict(stats, finished_at=now_iso()), indent=1, sort_keys=True))
+            log.info("normalize_done", **stats)
+            return stats
+    except Busy as b:
+        log.info("normalize_busy", holder=str(b))
+        return {"busy": str(b)}
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="cortex-normalize",
+                                 description="Turn pending Cortex events into records and refresh the index.")
+    ap.add_argument("--watch", action="store_true", help="keep running: normalize shortly after events arrive")
+    ap.add_argument("--quiet", "-q", action="store_true", help="print nothing unless something failed")
+    args = ap.parse_args(argv)
+    home = Home()
+    if args.watch:
+        from .watch import watch
+        return watch(home)
+    try:
+        stats = run(home)
+    except config_mod.ConfigError as e:
+        from .log import error_line, get_logger
+        get_logger(home, component="normalize").error("config_invalid", error=str(e))
+        error_line(str(e), "see docs/configuration.md")
+        return 2
+    if "busy" in stats:
+        if not args.quiet:
+            print("cortex-normalize: another run is in progress (pid %s); nothing to do" % stats["busy"])
+        return 0
+    if not args.quiet:
+        if stats.get("idle"):
+            print("cortex-normalize: nothing pending")
+        else:
+            print("cortex-normalize: %(events)d events, %(sessions)d sessions, %(created)d records created, "
+                  "%(merged)d merged, %(failed)d failed (%(duration_ms)d ms)" % stats)
+    if stats.get("failed"):
+        sys.stderr.write("cortex-normalize: %d event(s) quarantined in %s; see the .reason.txt files, "
+                         "then `cortex inbox retry`\n" % (stats["failed"], home.inbox_dir("failed")))
+    return 0
+
+
+def run_main():
+    sys.exit(main())
