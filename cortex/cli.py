@@ -77,6 +77,12 @@ def build_parser():
     p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
+
+    try:  # client hook installation and scheduling live in their own modules
+        from .install import add_commands as add_install_commands
+        add_install_commands(sub)
+    except ImportError:
+        pass
     return ap
 
 

@@ -90,9 +90,10 @@ change a result.
 """
 import re
 
-__all__ = ["tokenize", "query_terms", "STOPWORDS", "MAX_TERM_LEN", "stemmer_name"]
+__all__ = ["tokenize", "query_terms", "STOPWORDS", "MAX_TERM_LEN", "MAX_TOKEN_LEN", "stemmer_name"]
 
 MAX_TERM_LEN = 64
+MAX_TOKEN_LEN = 256
 
 STOPWORDS: frozenset[str] = frozenset(
     """
@@ -293,6 +294,8 @@ def _analyze_mixed(tok: str) -> tuple[str, ...]:
 
 
 def _analyze(tok: str) -> tuple[str, ...]:
+    if len(tok) > MAX_TOKEN_LEN:
+        return ()  # a blob (base64, a signature, minified data), not words
     if not tok.isascii() and any(map(_is_cjk, tok)):
         return _analyze_mixed(tok)
     if "'" in tok or "\u2019" in tok:
