@@ -50,6 +50,12 @@ def cmd_status(args):
     return 0
 
 
+def cmd_bench(args):
+    from .bench import run_bench
+    run_bench(tuple(int(s) for s in args.sizes.split(",")), args.runs)
+    return 0
+
+
 def build_parser():
     ap = argparse.ArgumentParser(prog="cortex", description="Cortex: memory across coding-assistant sessions.")
     ap.add_argument("--version", action="version", version="cortex %s" % __version__)
@@ -77,6 +83,11 @@ def build_parser():
     p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("bench", help="time the hooks and session start beside python3 -c pass")
+    p.add_argument("--sizes", default="1000", help="comma-separated record counts (default 1000)")
+    p.add_argument("--runs", type=int, default=15, help="timed runs per case, after 2 warm-up runs")
+    p.set_defaults(func=cmd_bench)
 
     try:  # client hook installation and scheduling live in their own modules
         from .install import add_commands as add_install_commands

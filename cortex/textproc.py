@@ -108,7 +108,7 @@ STOPWORDS: frozenset[str] = frozenset(
     you your yours yourself yourselves also may might must shall us let lets
     yet ever via per etc e.g i.e and/or
     dont doesnt didnt isnt arent wasnt werent hasnt havent hadnt wont wouldnt
-    shouldnt couldnt cant cannot mustnt neednt im ive id youre youve youd
+    shouldnt couldnt cant cannot mustnt neednt im ive youre youve youd
     youll hes shes weve were theyre theyve theyd theyll thats theres whats
     s t d ll m re ve
     """.split()
