@@ -8,12 +8,12 @@ Pipeline
 --------
 1. Non-ASCII text is normalised to NFKC, so full-width ``ＡＰＩ`` becomes ``API``
    and ligatures are unfolded.  Accents are kept: ``café`` stays ``café``.
-2. The text is cut into raw tokens.  A raw token is either a run of CJK
-   characters (Han, Hiragana, Katakana) or a *compound*: runs of word
-   characters joined by ``.`` ``:`` ``-`` ``/`` ``\\`` or an apostrophe, with
-   no whitespace.  Examples: ``src/auth/tokenStore.ts``, ``os.path.join``,
-   ``Foo::bar``, ``read-only``, ``don't``.  Every other character separates
-   tokens.
+2. The text is cut into raw tokens.  A raw token is a *compound*: runs of
+   word characters (letters of any script, digits, ``_``) joined by ``.``
+   ``:`` ``::`` ``-`` ``/`` ``\\`` or an apostrophe, with no whitespace.
+   Examples: ``src/auth/tokenStore.ts``, ``os.path.join``, ``Foo::bar``,
+   ``read-only``, ``don't``.  Every other character separates tokens.  CJK
+   runs inside a token are cut out and handled apart (see CJK below).
 3. Each raw token is analysed as below.  The result depends only on the
    token itself, so it is memoised.
 
@@ -38,10 +38,11 @@ too:
   (``tokenstor``, after stemming).  An identifier query matches across naming
   styles, and a record that holds the identifier ranks above one that only
   has the words ``token`` and ``store`` apart.
-* a segment made of 2 or more parts (``tokenStore.ts``) and a whole
-  compound that has a ``/``, ``\\``, ``.`` or ``:`` -> its *literal* form.
+* a whole compound that has a ``/``, ``\\``, ``.`` or ``:``, and each path
+  segment made of 2 or more parts (``tokenStore.ts``) -> its *literal* form.
   The literal form is lowercased, with ``\\`` turned into ``/`` and ``_`` and
-  ``-`` removed.  It is not stemmed.
+  ``-`` removed.  It is not stemmed.  If the literal form of a compound is a
+  stopword (``e.g``, ``i.e``, ``and/or``), the whole token gives nothing.
 
 So ``src/auth/tokenStore.ts`` gives ``src/auth/tokenstore.ts``, ``src``,
 ``auth``, ``tokenstore.ts``, ``tokenstor``, ``token``, ``store``, ``ts``.  The
@@ -68,8 +69,11 @@ scripts that put spaces between words go through the ordinary path.  Thai,
 Lao and Khmer do not put spaces between words, so a whole phrase in them
 becomes one term.
 
-Terms longer than `MAX_TERM_LEN` characters (base64 blobs, minified code,
-very long paths) are dropped.  The shorter terms from the same token stay.
+Length limits: a raw token longer than `MAX_TOKEN_LEN` characters gives no
+terms at all.  Such a token is a blob (base64, a signature, minified data),
+not words.  A single term longer than `MAX_TERM_LEN` characters (a very long
+path's literal form, for example) is dropped.  The shorter terms from the
+same token stay.
 
 Stopwords: a compact English list (see `STOPWORDS`).  Negations (``not``,
 ``no``, ``nor``, ``don't``...) are stopwords too.  BM25 is a bag of words and
