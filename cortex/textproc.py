@@ -129,7 +129,8 @@ _SEG_SPLIT = re.compile(r"[/\\]")
 _PART_SPLIT = re.compile(r"[.:]+")
 _WORD_SPLIT = re.compile(r"[_\-]+")
 # Case-change splitting.  "Lower" = any word char that is not an ASCII capital,
-# a digit or "_" (so accented, CJK-compat and other letters count as lower).
+# a digit or "_".  So every non-ASCII letter counts as lower: "École" stays
+# one subword, and a split happens only before an ASCII capital.
 _LOW = r"[^\W\dA-Z_]"
 _SUBWORD_RE = re.compile(rf"[A-Z]+\d*(?!{_LOW})|[A-Z]?{_LOW}+\d*|\d+(?:{_LOW}+\d*)?")
 _VERSION_RE = re.compile(r"v?\d+(?:\.\d+)+")
@@ -148,8 +149,8 @@ def _suffix_stem(word: str) -> str:
     """Last-resort stemmer, used only when no Snowball implementation exists.
 
     Rules, applied in order to alphabetic words longer than 3 characters:
-    plural ``-sses``->``-ss``, ``-ies``->``-i``, ``-s``->`` `` (but not
-    ``-ss``/``-us``/``-is``); then one of ``-ingly``, ``-edly``, ``-ing``,
+    plural ``-sses``->``-ss``, ``-ies``->``-i``, or a final ``-s`` dropped
+    (but not from ``-ss``/``-us``/``-is``); then one of ``-ingly``, ``-edly``, ``-ing``,
     ``-ed``, ``-ly``, only if a vowel is left in the remaining stem of 3 or
     more letters, and a doubled final consonant is undoubled (``runn`` ->
     ``run``); finally a trailing ``-e`` goes from stems longer than 4.
@@ -298,10 +299,10 @@ def _analyze_mixed(tok: str) -> tuple[str, ...]:
 
 
 def _analyze(tok: str) -> tuple[str, ...]:
+    if not tok.isascii() and any(map(_is_cjk, tok)):
+        return _analyze_mixed(tok)  # CJK runs may be long: no length limit
     if len(tok) > MAX_TOKEN_LEN:
         return ()  # a blob (base64, a signature, minified data), not words
-    if not tok.isascii() and any(map(_is_cjk, tok)):
-        return _analyze_mixed(tok)
     if "'" in tok or "\u2019" in tok:
         tok = tok.replace("'", "").replace("\u2019", "")
     low = tok.lower()

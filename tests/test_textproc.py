@@ -199,6 +199,11 @@ def test_deterministic_and_caches_do_not_matter():
     assert tokenize(text) != first  # each call returns a fresh list
 
 
+def test_long_cjk_runs_are_not_dropped_as_blobs():
+    run = "データベース" * 100  # 600 characters, no spaces
+    assert len(tokenize(run)) == len(run) - 1
+
+
 def test_blobs_are_dropped():
     blob = "Es4mCkgICxABGAIqQKPKoNnidv9sCkNIO9ECOyz96" * 10
     assert tokenize(blob) == []
