@@ -89,6 +89,12 @@ def build_parser():
     p.add_argument("--runs", type=int, default=15, help="timed runs per case, after 2 warm-up runs")
     p.set_defaults(func=cmd_bench)
 
+    try:  # the commands for people: recall, remember, forget, pin, show, why, doctor, inbox, export...
+        from .commands import add_commands as add_human_commands
+        add_human_commands(sub)
+    except ImportError:
+        pass
+
     try:  # client hook installation and scheduling live in their own modules
         from .install import add_commands as add_install_commands
         add_install_commands(sub)

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -486,7 +487,7 @@ def test_bad_lines_are_counted_and_skipped(tmp_path):
     path.write_bytes(b"\n".join(lines[:4] + junk + lines[4:]))
     r = adapter.parse(str(path))
     assert r.bad_lines == len(junk)
-    expected = [e.__class__(**{**e.__dict__, "ref": f"L{line_no(e.ref) + (5 if line_no(e.ref) > 4 else 0)}"})
+    expected = [replace(e, ref=f"L{line_no(e.ref) + (5 if line_no(e.ref) > 4 else 0)}")
                 for e in full(V077).entries]
     assert r.entries == expected
 

@@ -1,7 +1,6 @@
 """Gemini CLI chat adapter, checked against a real chat recording (see SOURCES.md)."""
 from __future__ import annotations
 
-import copy
 import glob
 import hashlib
 import json

@@ -78,8 +78,9 @@ _PRIME_MARKERS = (
     b'"local_shell_call"', b'"exec_command_end"', b'"patch_apply_end"',
 )
 _CALL_ID = re.compile(rb'"call_id"\s*:\s*"([^"]*)"')
-# Events that only duplicate response items or carry no content; about a third of a
-# rollout's lines are token_count alone, so they are dropped before JSON decoding.
+# Events `_event` ignores anyway.  About a third of a rollout's lines are token_count
+# alone, so dropping them before JSON decoding is worth a regex; a line written with
+# different spacing simply misses this shortcut and is decoded and ignored.
 _SKIP_LINE = re.compile(
     r'"type":"event_msg","payload":\{"type":"(?:token_count|agent_message|agent_reasoning|'
     r'task_started|task_complete|context_compacted|web_search_end|turn_aborted|item_completed|'
@@ -353,6 +354,8 @@ class _State:
     # -- events -----------------------------------------------------------------------
 
     def _event(self, p: dict, ref: str, ts):
+        """Prompts and tool outcomes.  agent_message / agent_reasoning duplicate response
+        items; token_count, task_*, context_compacted and the rest carry no content."""
         typ = p.get("type")
         if typ == "user_message":
             text = p.get("message") if isinstance(p.get("message"), str) else ""
@@ -368,8 +371,6 @@ class _State:
                 self._add(USER, ref, ts, text=text)
         else:
             self._tool_event(p)
-        # agent_message / agent_reasoning duplicate response items; token_count,
-        # task_*, context_compacted, web_search_end and the rest carry no content.
 
     def _tool_event(self, p: dict):
         typ = p.get("type")

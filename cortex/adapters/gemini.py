@@ -88,7 +88,7 @@ class GeminiAdapter(Adapter):
             return result
 
         end = len(messages)
-        if False:
+        if end > cursor and _still_running(messages[-1]):
             # The CLI will rewrite this message when its tools finish.
             end -= 1
         for index in range(cursor, end):
