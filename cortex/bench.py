@@ -94,6 +94,18 @@ def time_cmd(argv, runs: int, env: dict, stdin: bytes = b"", warmup: int = 2) ->
     return out
 
 
+def time_paired(argv, runs: int, env: dict, stdin: bytes = b"", warmup: int = 2):
+    """Case and `python3 -c pass` runs interleaved, so both see the same machine load."""
+    case, base = [], []
+    for i in range(warmup + runs):
+        b = time_cmd([sys.executable, "-c", "pass"], 1, env, warmup=0)[0]
+        c = time_cmd(argv, 1, env, stdin, warmup=0)[0]
+        if i >= warmup:
+            case.append(c)
+            base.append(b)
+    return case, base
+
+
 def peak_rss_kb(argv, env, stdin=b"") -> int:
     code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],input=sys.stdin.buffer.read(),"
             "stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL);"
@@ -113,9 +125,8 @@ def run_bench(sizes=(1000,), runs: int = 15, out=sys.stdout, transcript: str = N
         env = dict(os.environ)
         project_dir = os.path.join(base, "project")
         os.makedirs(project_dir)
-        baseline = time_cmd([sys.executable, "-c", "pass"], runs, env)
-        base_med = statistics.median(baseline)
-        rows.append(("python3 -c pass", None, baseline, peak_rss_kb([sys.executable, "-c", "pass"], env)))
+        rows.append(("python3 -c pass", None, time_cmd([sys.executable, "-c", "pass"], runs, env), None,
+                     peak_rss_kb([sys.executable, "-c", "pass"], env)))
         if transcript is None:
             from .demo import fixtures_dir
             transcript = os.path.join(fixtures_dir(), "claude-code", "cc-1.0.98-init-todowrite",
@@ -124,23 +135,28 @@ def run_bench(sizes=(1000,), runs: int = 15, out=sys.stdout, transcript: str = N
         henv = dict(env, CORTEX_HOME=hook_home)
         payload = json.dumps({"session_id": "bench", "transcript_path": transcript, "cwd": project_dir,
                               "hook_event_name": "Stop"}).encode()
-        rows.append(("cortex-stop", None, time_cmd(_cmd("cortex-stop"), runs, henv, payload),
-                     peak_rss_kb(_cmd("cortex-stop"), henv, payload)))
+        c, b = time_paired(_cmd("cortex-stop"), runs, henv, payload)
+        rows.append(("cortex-stop", None, c, b, peak_rss_kb(_cmd("cortex-stop"), henv, payload)))
         for n in sizes:
             info = build_home(os.path.join(base, "home-%d" % n), n, project_dir)
             senv = dict(env, CORTEX_HOME=info["home"])
             ss = _cmd("cortex-session-start") + ["--cwd", project_dir]
-            rows.append(("cortex-session-start", n, time_cmd(ss, runs, senv), peak_rss_kb(ss, senv)))
+            c, b = time_paired(ss, runs, senv)
+            rows.append(("cortex-session-start", n, c, b, peak_rss_kb(ss, senv)))
             nz = _cmd("cortex-normalize") + ["--quiet"]
-            rows.append(("cortex-normalize (idle)", n, time_cmd(nz, runs, senv), peak_rss_kb(nz, senv)))
-        out.write("%-26s %8s %9s %9s %9s %7s %9s\n" % ("case", "records", "median ms", "min ms", "max ms", "ratio",
-                                                      "peak MB"))
-        for name, n, times, rss in rows:
+            c, b = time_paired(nz, runs, senv)
+            rows.append(("cortex-normalize (idle)", n, c, b, peak_rss_kb(nz, senv)))
+        out.write("%-26s %8s %9s %9s %9s %9s %7s %8s\n" % ("case", "records", "median ms", "min ms", "max ms",
+                                                           "pass ms", "ratio", "peak MB"))
+        for name, n, times, base_times, rss in rows:
             med = statistics.median(times)
-            out.write("%-26s %8s %9.1f %9.1f %9.1f %6.2fx %9.1f\n" % (
-                name, n if n is not None else "-", med * 1000, min(times) * 1000, max(times) * 1000, med / base_med,
-                rss / 1024.0))
-        out.write("(%d runs each after 2 warm-up runs; python %s; %s)\n" % (runs, sys.version.split()[0], sys.platform))
+            bmed = statistics.median(base_times) if base_times else med
+            out.write("%-26s %8s %9.1f %9.1f %9.1f %9.1f %6.2fx %8.1f\n" % (
+                name, n if n is not None else "-", med * 1000, min(times) * 1000, max(times) * 1000, bmed * 1000,
+                med / bmed, rss / 1024.0))
+        out.write("(%d runs each after 2 warm-up runs; 'pass ms' is the median of python3 -c pass runs interleaved with "
+                  "that case's runs, and the ratio is against it; python %s; %s)\n" % (runs, sys.version.split()[0],
+                                                                                      sys.platform))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return rows

