@@ -113,6 +113,12 @@ def main(argv=None):
         return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # output piped into head/less that closed early: not an error
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except Exception as e:
         from .config import ConfigError
         from .log import error_line, get_logger
