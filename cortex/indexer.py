@@ -35,6 +35,29 @@ def compute_candidates(idx: Index, cfg: dict, scope_id: str, now: float = None):
     idx.set_candidates(scope_id, keep)
 
 
+def _note_stemmer(idx):
+    """Terms made with one stemmer do not match queries made with another: record which one built them."""
+    from .textproc import stemmer_name
+    idx.con.execute("INSERT OR REPLACE INTO meta VALUES('stemmer', ?)", (stemmer_name(),))
+
+
+def stemmer_mismatch(home) -> str:
+    """A one-line warning when the index was built with another stemmer than the one loaded now."""
+    from .index import connect, read_meta
+    from .textproc import stemmer_name
+    if not os.path.exists(home.index_db):
+        return ""
+    con = connect(home.index_db, readonly=True)
+    try:
+        built = read_meta(con).get("stemmer")
+    finally:
+        con.close()
+    now = stemmer_name()
+    if built and built != now:
+        return "the index was built with stemmer %s but %s is loaded; run `cortex reindex`" % (built, now)
+    return ""
+
+
 def update_index(home, cfg, changed_ids, touched_scopes):
     from .textproc import tokenize
     idx = Index(home.index_db)
@@ -48,6 +71,7 @@ def update_index(home, cfg, changed_ids, touched_scopes):
             rec = records_mod.read(paths[0])
             idx.upsert(rec, paths[0], tokenize)
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        _note_stemmer(idx)
         for scope_id in sorted(touched_scopes):
             compute_candidates(idx, cfg, scope_id)
         idx.commit()
@@ -86,6 +110,7 @@ def reindex(home, cfg, progress=None, log=None) -> dict:
             if progress and (i % 500 == 0 or i == len(paths) - 1):
                 progress(i + 1, len(paths))
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        _note_stemmer(idx)
         for scope_id in sorted(scopes):
             compute_candidates(idx, cfg, scope_id)
         idx.commit()
