@@ -146,16 +146,17 @@ def run_bench(sizes=(1000,), runs: int = 15, out=sys.stdout, transcript: str = N
             nz = _cmd("cortex-normalize") + ["--quiet"]
             c, b = time_paired(nz, runs, senv)
             rows.append(("cortex-normalize (idle)", n, c, b, peak_rss_kb(nz, senv)))
-        out.write("%-26s %8s %9s %9s %9s %9s %7s %8s\n" % ("case", "records", "median ms", "min ms", "max ms",
-                                                           "pass ms", "ratio", "peak MB"))
+        out.write("%-26s %8s %9s %9s %9s %9s %7s %9s %8s\n" % ("case", "records", "median ms", "min ms", "max ms",
+                                                                "pass ms", "ratio", "min ratio", "peak MB"))
         for name, n, times, base_times, rss in rows:
             med = statistics.median(times)
             bmed = statistics.median(base_times) if base_times else med
-            out.write("%-26s %8s %9.1f %9.1f %9.1f %9.1f %6.2fx %8.1f\n" % (
+            bmin = min(base_times) if base_times else min(times)
+            out.write("%-26s %8s %9.1f %9.1f %9.1f %9.1f %6.2fx %8.2fx %8.1f\n" % (
                 name, n if n is not None else "-", med * 1000, min(times) * 1000, max(times) * 1000, bmed * 1000,
-                med / bmed, rss / 1024.0))
+                med / bmed, min(times) / bmin, rss / 1024.0))
         out.write("(%d runs each after 2 warm-up runs; 'pass ms' is the median of python3 -c pass runs interleaved with "
-                  "that case's runs, and the ratio is against it; python %s; %s)\n" % (runs, sys.version.split()[0],
+                  "that case's runs; ratio = median/median, min ratio = fastest/fastest; python %s; %s)\n" % (runs, sys.version.split()[0],
                                                                                       sys.platform))
     finally:
         shutil.rmtree(base, ignore_errors=True)
