@@ -39,6 +39,7 @@ DEFAULTS = {
     "normalize": {
         "max_transcript_bytes": 268435456,  # larger transcripts are read only up to this many new bytes per run
         "blob_retention_hours": 24,         # captured transcript links are removed this long after being read fully
+        "done_retention_days": 7,           # processed events in inbox/done/ are deleted after this many days
         "lock_stale_seconds": 600,          # a lock older than this whose process is gone is taken over
     },
     "log": {"level": "info"},

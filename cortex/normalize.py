@@ -132,6 +132,7 @@ class Run:
                 self.progress(i + 1, len(groups))
         self.finish_index()
         self.cleanup_blobs()
+        self.prune_done()
         return self.stats
 
     def _fail(self, name, reason):
@@ -235,6 +236,17 @@ class Run:
             return
         from .indexer import update_index
         update_index(self.home, self.cfg, self.store.changed, self.touched_scopes)
+
+    def prune_done(self):
+        """Processed events are kept for inspection for a while, then deleted."""
+        cutoff = time.time() - float(self.cfg["normalize"]["done_retention_days"]) * 86400
+        for name in inbox.list_names(self.home, "done"):
+            p = os.path.join(self.home.inbox_dir("done"), name)
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    os.unlink(p)
+            except OSError:
+                pass
 
     def cleanup_blobs(self):
         """Drop captured transcript links no pending event needs, once untouched for the retention time."""

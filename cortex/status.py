@@ -7,8 +7,9 @@ from . import inbox
 
 
 def status(home) -> dict:
+    from . import tokens
     info = {"home": home.root, "inbox": {}, "oldest_pending_age_s": None, "last_run": None, "records": {},
-            "index": None, "failed": []}
+            "index": None, "failed": [], "token_counting": tokens.method()}
     for state in ("pending", "claimed", "done", "failed"):
         names = [n for n in inbox.list_names(home, state) if not n.endswith(".reason.txt")]
         info["inbox"][state] = len(names)
@@ -56,6 +57,7 @@ def format_status(info: dict) -> str:
                                    if lr else "never"))
     if info["index"]:
         lines.append("index     %s records, built %s" % (info["index"].get("N"), info["index"].get("built_at")))
+    lines.append("tokens    %s" % info.get("token_counting"))
     for scope, by_status in sorted(info["records"].items()):
         active = by_status.get("active", {})
         lines.append("records   %-40s %s" % (scope, " ".join("%s:%d" % kv for kv in sorted(active.items()))))
