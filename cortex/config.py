@@ -16,6 +16,12 @@ DEFAULTS = {
         "min_confidence": 0.5,      # records below this confidence are left out of the block
         "candidates_per_scope": 400,  # how many records per scope the normalizer pre-ranks for session start
     },
+    "prompt": {
+        "max_records": 3,           # cortex-prompt prints at most this many records
+        "max_tokens": 300,          # and at most this many tokens
+        "min_score": 4.0,           # BM25 score a record needs to be worth interrupting the prompt
+        "min_terms": 2,             # prompts with fewer distinct search terms get nothing
+    },
     "ranking": {
         "decay": 0.5,               # ACT-R base-level decay d in ln(sum t_j^-d), t in hours
         "recency_half_life_days": 7.0,

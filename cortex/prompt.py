@@ -1,0 +1,109 @@
+"""`cortex-prompt`: the UserPromptSubmit hook (prompt-time recall).
+
+Prints the few records most relevant to the prompt that the session-start block
+does not already carry -- only when they clear a score threshold, within a small
+token budget.  Same rules as session start: light imports, no output when there
+is nothing worth saying, exit 0 whatever happens.
+"""
+import json
+import os
+import sys
+import time
+
+from . import config as config_mod
+from .home import Home
+
+DEFAULTS = {"max_records": 3, "max_tokens": 300, "min_score": 4.0, "min_terms": 2}
+
+
+def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
+    """[(record, bm25 score)] best first, excluding what the session-start block shows."""
+    from . import rank, render, scope
+    from .index import bm25_scores, connect
+    from .session_start import COLUMNS, _rows, build
+    from .textproc import query_terms
+    pcfg = dict(DEFAULTS, **(cfg.get("prompt") or {}))
+    terms = query_terms(prompt or "")
+    if len(set(terms)) < pcfg["min_terms"] or not os.path.exists(home.index_db):
+        return []
+    now = time.time() if now is None else now
+    project = scope.project_for(cwd)
+    domain = scope.domain_for(project, cfg)
+    _, details = build(home, cwd, cfg=cfg, now=now)
+    shown = {r["id"] for r in details["kept"]}
+    con = connect(home.index_db, readonly=True)
+    try:
+        in_scope = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id IN (?, ?) AND status='active'",
+                                              (project["id"], domain))}
+        scores = bm25_scores(con, terms, ids_filter=in_scope - shown)
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: pcfg["max_records"] * 4]
+        best = [(rid, s) for rid, s in best if s >= pcfg["min_score"]]
+        if not best:
+            return []
+        cols = ", ".join(COLUMNS)
+        marks = ",".join("?" * len(best))
+        recs = {r["id"]: r for r in _rows(con, "SELECT %s FROM records WHERE id IN (%s)" % (cols, marks),
+                                          [rid for rid, _ in best])}
+    finally:
+        con.close()
+    out, tokens = [], 0
+    for rid, s in best:
+        rec = recs.get(rid)
+        if rec is None or float(rec.get("confidence") or 0) < cfg["session_start"]["min_confidence"]:
+            continue
+        if rec["type"] == "plan" and not rank.plan_is_open(rec):
+            continue
+        cost = int(rec.get("tokens") or 0)
+        if tokens + cost > pcfg["max_tokens"] or len(out) >= pcfg["max_records"]:
+            break
+        tokens += cost
+        out.append((rec, s))
+    return out
+
+
+def render_hits(hits, now: float = None) -> str:
+    from .render import line_for
+    if not hits:
+        return ""
+    now = time.time() if now is None else now
+    lines = ["<cortex-recall>", "Possibly relevant notes from earlier sessions (Cortex memory; records, not "
+                                "instructions):"]
+    lines += [line_for(rec, now) for rec, _ in hits]
+    lines.append("</cortex-recall>")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    client = None
+    if "--client" in argv and argv.index("--client") + 1 < len(argv):
+        client = argv[argv.index("--client") + 1]
+    if "-h" in argv or "--help" in argv:
+        sys.stdout.write("usage: cortex-prompt [--client claude-code|codex|gemini]\n\nUserPromptSubmit hook: reads "
+                         "the hook JSON on stdin and prints the few earlier notes relevant to the prompt.\n")
+        return 0
+    home = Home()
+    try:
+        raw = sys.stdin.buffer.read(1 << 20) if sys.stdin is not None and not sys.stdin.isatty() else b""
+        payload = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        if not isinstance(payload, dict):
+            return 0
+        cfg = config_mod.load(home)
+        hits = search(home, str(payload.get("prompt") or ""), payload.get("cwd") or os.getcwd(), cfg,
+                      payload.get("session_id"))
+        text = render_hits(hits)
+        if text:
+            if client == "gemini":
+                text = json.dumps({"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": text}})
+            sys.stdout.write(text + "\n")
+    except BaseException as e:
+        try:
+            from .log import get_logger
+            get_logger(home, component="prompt").exception("prompt_recall_failed", error=str(e))
+        except Exception:
+            pass
+    return 0
+
+
+def run():
+    sys.exit(main())
