@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS records(
   id TEXT PRIMARY KEY, scope TEXT NOT NULL, scope_id TEXT NOT NULL, project TEXT, type TEXT NOT NULL,
   status TEXT NOT NULL, text TEXT NOT NULL, confidence REAL, salience REAL, pinned INTEGER, priority INTEGER,
   created TEXT, updated TEXT, times TEXT, tokens INTEGER, files TEXT, branch TEXT, plan TEXT,
-  sessions TEXT, path TEXT, doclen INTEGER);
+  sessions TEXT, path TEXT, doclen INTEGER, file_state TEXT);
 CREATE INDEX IF NOT EXISTS records_scope ON records(scope_id, status);
 CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY(term, id))
   WITHOUT ROWID;
@@ -70,6 +70,9 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
         con.executescript(DDL)
+        cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
+        if "file_state" not in cols:  # an index from before reality checks: add the column in place
+            con.execute("ALTER TABLE records ADD COLUMN file_state TEXT")
     return con
 
 
@@ -106,13 +109,14 @@ class Index:
         tf = Counter(toks)
         sessions = sorted({p.get("session") for p in rec.get("provenance") or [] if p.get("session")})
         self.con.execute(
-            "INSERT INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (rec["id"], rec["scope"], rec["scope_id"], rec.get("project"), rec["type"], rec.get("status", "active"),
              rec["text"], float(rec.get("confidence", 0.5)), float(rec.get("salience", 0.5)),
              1 if rec.get("pinned") else 0, int(rec.get("priority", 0) or 0), rec.get("created"), rec.get("updated"),
              json.dumps(activation_times(rec)), int(rec.get("tokens", 0) or 0), json.dumps(rec.get("files") or []),
              rec.get("branch"), json.dumps(rec.get("plan")) if rec.get("plan") is not None else None,
-             json.dumps(sessions), path, len(toks)))
+             json.dumps(sessions), path, len(toks),
+             json.dumps(rec["file_state"], sort_keys=True) if rec.get("file_state") else None))
         if tf:
             self.con.executemany("INSERT INTO postings VALUES(?,?,?)", [(t, rec["id"], n) for t, n in tf.items()])
             self.con.executemany("INSERT INTO terms VALUES(?,1) ON CONFLICT(term) DO UPDATE SET df=df+1",
