@@ -38,6 +38,18 @@ DEFAULTS = {
         "default": "personal",      # the L1 domain of a project that no rule names
         "rules": [],                # [{match: "<path glob or project id>", domain: "<name>"}], first match wins
     },
+    "memory": {
+        "merge_threshold": 0.9,     # Dice similarity of index terms at which a candidate reinforces a record
+        "link_threshold": 0.6,      # at or above this (below merge) the two are linked as related
+        "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90,
+                           "gotcha": 120},  # confidence halves this often since last seen/used
+        "use_slowdown": 0.5,        # half-life x (1 + use_slowdown x ln(1 + uses + links))
+        "archive_below": 0.25,      # decayed confidence under which a record counts down to the archive
+        "archive_after_days": 7,    # archived after this long below it
+        "prune_after_days": 180,    # archived and untouched this long: deleted
+        "decisions_full": 10,       # decisions shown whole in the block; the next get one short line each
+        "decisions_max": 25,        # decisions beyond this stay out of the block (still recallable)
+    },
     "extraction": {
         "keyword_min_confidence": 0.55,  # keyword-layer decisions below this are dropped
         "max_record_chars": 600,         # longer extracted text is cut at a sentence boundary

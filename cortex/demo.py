@@ -52,6 +52,7 @@ def run_demo(keep: bool = False, home_dir: str = None, out=None) -> int:
     src_root = fixtures_dir()
     client_dir = os.path.join(base, "client-transcripts")
     projects = []
+    latest = {}  # cwd -> time of the project's last transcript entry
     for rel, client in DEMO_SESSIONS:
         src = os.path.join(src_root, rel)
         if not os.path.isdir(src):
@@ -59,19 +60,25 @@ def run_demo(keep: bool = False, home_dir: str = None, out=None) -> int:
         dst = os.path.join(client_dir, os.path.basename(rel))
         shutil.copytree(src, dst)
         path = main_transcript(dst)
-        meta = adapters.get(client).parse(path).meta
+        parsed = adapters.get(client).parse(path)
+        meta = parsed.meta
+        from .index import iso_to_epoch
+        cwd = meta.cwd or dst
+        latest[cwd] = max([latest.get(cwd, 0.0)] + [iso_to_epoch(e.ts) for e in parsed.entries[-50:] if e.ts])
         payload = {"session_id": meta.session_id or os.path.basename(path), "transcript_path": path,
                    "cwd": meta.cwd or dst, "hook_event_name": "Stop", "stop_hook_active": False}
         event = capture.build_event("stop", json.dumps(payload).encode(), client, home)
         capture.write_event(home, event)
         projects.append((rel, client, payload["cwd"]))
     out.write("Cortex demo: %d real sessions captured into %s\n" % (len(projects), home.root))
-    stats = normalize.run(home)
+    # The bundled sessions are months old: show the memory as the next session right after them would
+    # see it, instead of letting today's clock decay it.
+    stats = normalize.run(home, now=min(latest.values()) + 3600 if latest else None)
     out.write("normalized: %(events)d events, %(sessions)d sessions, %(created)d records, %(failed)d failed "
               "in %(duration_ms)d ms\n" % stats)
     shown = set()
     for rel, client, cwd in projects:
-        text, info = session_start.build(home, cwd)
+        text, info = session_start.build(home, cwd, now=latest.get(cwd, 0) + 3600 or None)
         pid = info["project"]["id"]
         if pid in shown:
             continue

@@ -96,11 +96,15 @@ def safe_transcript_path(path):
 
 
 class Run:
-    def __init__(self, home: Home, cfg: dict, log, progress=None):
+    def __init__(self, home: Home, cfg: dict, log, progress=None, now: float = None):
         self.home, self.cfg, self.log = home, cfg, log
         self.progress = progress
+        self.now = now
+        from .consolidate import Consolidator
         from .records import RecordStore
         self.store = RecordStore(home.records)
+        self.cons = Consolidator(home, self.store, cfg)
+        self.all_changed = set()
         self.cursors = load_json(home.cursors, {})
         self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
                       "unchanged": 0, "rejected": 0, "bytes": 0}
@@ -211,15 +215,32 @@ class Run:
             cands.extend(c for c in ccands if c.type not in ("progress", "plan"))
             new_cursors[ckey] = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
                                  "state": cstate, "companion_of": key}
+        from .reality import file_state
         for c in cands:
-            rec, action = self.store.upsert(c.to_store(ctx))
+            cand = c.to_store(ctx)
+            if cand.get("files") and c.type not in ("progress", "summary"):
+                cand["file_state"] = file_state(cand["files"], ctx.cwd)
+            into, related = self.cons.place(cand)
+            if related:
+                cand["related"] = related
+            rec, action = self.store.upsert(cand, into=into)
             self.stats[action] = self.stats.get(action, 0) + 1
-            if rec is not None:
-                self.touched_scopes.add(rec["scope_id"])
+            if rec is None:
+                continue
+            self.touched_scopes.add(rec["scope_id"])
+            self.cons.written(rec)
+            if related:
+                self.cons.link_back(rec)
+            if self.cons.supersede(rec):
+                self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            if self.cons.flag_conflicts(rec):
+                self.stats["conflicts"] = self.stats.get("conflicts", 0) + 1
         for text, why in self.store.rejected:
             self.log.warning("candidate_rejected", text=text, reason=why)
         self.store.rejected.clear()
-        # records are on disk: now the cursor, then the events
+        # records are on disk: the index follows them (so the next session's similarity search sees them
+        # even if this run dies), then the cursor, then the events
+        self.index_changes()
         self.cursors.update(new_cursors)
         atomic_write_text(self.home.cursors, json.dumps(self.cursors, indent=1, sort_keys=True))
         for name, _ in evs:
@@ -231,11 +252,31 @@ class Run:
                       truncated=res.truncated, events=len(evs))
 
     # -- index and housekeeping ---------------------------------------------------------
-    def finish_index(self):
-        if not self.store.changed:
-            return
+    def index_changes(self, scopes=()):
         from .indexer import update_index
-        update_index(self.home, self.cfg, self.store.changed, self.touched_scopes)
+        if self.store.changed or scopes:
+            update_index(self.home, self.cfg, set(self.store.changed), set(scopes))
+            self.all_changed |= self.store.changed
+            self.store.changed.clear()
+
+    def finish_index(self):
+        from .consolidate import lifecycle
+        if not self.all_changed and not self.stats["sessions"]:
+            return
+        for rid, action, why in lifecycle(self.home, self.store, self.cfg, now=self.now):
+            self.stats[action + "d"] = self.stats.get(action + "d", 0) + 1
+            self.log.info("lifecycle", record=rid, action=action, reason=why)
+        scopes = set(self.touched_scopes)
+        if self.store.changed:
+            from .index import connect
+            con = connect(self.home.index_db, readonly=True)
+            try:
+                for (sid,) in con.execute("SELECT DISTINCT scope_id FROM records WHERE id IN (%s)" % ",".join(
+                        "?" * len(self.store.changed)), sorted(self.store.changed)):
+                    scopes.add(sid)
+            finally:
+                con.close()
+        self.index_changes(scopes)
 
     def prune_done(self):
         """Processed events are kept for inspection for a while, then deleted."""
@@ -263,7 +304,7 @@ class Run:
                 pass
 
 
-def run(home: Home = None, quiet: bool = False, progress=None) -> dict:
+def run(home: Home = None, quiet: bool = False, progress=None, now: float = None) -> dict:
     """One normalizer run.  Returns its stats, or {'busy': pid} when another run holds the lock."""
     home = (home or Home()).ensure()
     if nothing_to_do(home) and os.path.exists(home.config_json):
@@ -275,7 +316,7 @@ def run(home: Home = None, quiet: bool = False, progress=None) -> dict:
         with RunLock(home.lock):
             cfg = config_mod.load(home, fast=False)
             config_mod.write_snapshot(home, cfg)
-            stats = Run(home, cfg, log, progress).run()
+            stats = Run(home, cfg, log, progress, now=now).run()
             stats["duration_ms"] = int((time.time() - t0) * 1000)
             atomic_write_text(home.path("state", "last_run.json"),
                               json.dumps(dict(stats, finished_at=now_iso()), indent=1, sort_keys=True))

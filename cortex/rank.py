@@ -35,7 +35,8 @@ def parts(rec: dict, now: float, cfg: dict) -> dict:
     act = math.log(max(len(times), 1)) if never else activation(times, now, r["decay"])
     rec_ = 1.0 if never else recency(times, now, r["recency_half_life_days"])
     tw = r["type_weights"].get(rec["type"], 1.0)
-    conf = float(rec.get("confidence", 0.5))
+    from .consolidate import effective_confidence, settings
+    conf = effective_confidence(rec, now, settings(cfg), r.get("never_decay", ()))
     score = (tw + r["activation_weight"] * act + r["recency_weight"] * rec_ + r["confidence_weight"] * conf
              + 0.1 * int(rec.get("priority") or 0))
     return {"score": score, "activation": act, "recency": rec_, "type_weight": tw, "confidence": conf,

@@ -137,12 +137,13 @@ class RecordStore:
             self.count_tokens = tokens.count
         return self.count_tokens(text) + LINE_OVERHEAD_TOKENS
 
-    def upsert(self, cand: dict):
+    def upsert(self, cand: dict, into: str = None):
         """Create or merge a candidate.  Returns (record, action) with action created|merged|unchanged|rejected.
 
         A candidate: scope, scope_id, project, type, text, confidence, salience, provenance (one entry),
         and optionally key (identity instead of the text), files, branch, plan, replace (the text and plan
-        follow the latest provenance instead of staying as first written).
+        follow the latest provenance instead of staying as first written), related (ids to link).
+        `into` names an existing record that says the same thing: the candidate reinforces it.
         """
         text, n_secrets = redact.clean(cand["text"])
         text = text.strip()
@@ -150,7 +151,7 @@ class RecordStore:
             self.rejected.append((cand["text"][:80], "empty after removing private spans"))
             return None, "rejected"
         key = cand.get("key") or normalize_text(text)
-        rec_id = make_id(cand["scope_id"], cand["type"], key)
+        rec_id = into or make_id(cand["scope_id"], cand["type"], key)
         path = os.path.join(self.root, cand["scope"], cand["scope_id"], rec_id + ".md")
         prov = dict(cand["provenance"])
         existing = None
@@ -174,6 +175,10 @@ class RecordStore:
             }
             if cand.get("plan") is not None:
                 rec["plan"] = [dict(i) for i in cand["plan"]]
+            if cand.get("file_state"):
+                rec["file_state"] = cand["file_state"]
+            if cand.get("related"):
+                rec["related"] = sorted(set(cand["related"]))
             if n_secrets:
                 rec["redactions"] = n_secrets
             action = "created"
@@ -199,6 +204,10 @@ class RecordStore:
                     rec["plan"] = [dict(i) for i in cand["plan"]]
             if cand.get("branch"):
                 rec["branch"] = cand["branch"]
+            if cand.get("file_state"):
+                rec["file_state"] = dict(rec.get("file_state") or {}, **cand["file_state"])
+            if cand.get("related"):
+                rec["related"] = sorted(set(rec.get("related") or ()) | set(cand["related"]) - {rec["id"]})
             if rec.get("status") == "archived":
                 rec["status"] = "active"  # seen again: it matters after all
             action = "merged"
@@ -208,6 +217,20 @@ class RecordStore:
         rec["tokens"] = self._tokens(rec["text"])
         self.write(rec)
         return rec, action
+
+    def update(self, rec_id: str, change) -> dict:
+        """Read a record, apply change(rec) -> bool (True when it changed something), write it back.
+        Returns the record, or None when it does not exist or cannot be read (never overwritten)."""
+        for path in self.find_paths(rec_id):
+            try:
+                rec = read(path)
+            except (RecordError, OSError, UnicodeDecodeError) as e:
+                self.rejected.append((rec_id, "record unreadable, left as is: %s" % e))
+                return None
+            if change(rec):
+                self.write(rec)
+            return rec
+        return None
 
     def write(self, rec: dict):
         if self.validate:

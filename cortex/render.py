@@ -17,6 +17,7 @@ HEADER = ('<cortex-memory project="{project}">\n'
 FOOTER = ("To keep something for future sessions, write it on its own line as "
           "[MEMORY: decision|rejected|learned|gotcha|plan|preference|todo] <one sentence>.\n</cortex-memory>")
 HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 50, 40, 8
+SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
 _NEUTRALISE = re.compile(r"</?\s*cortex-memory[^>]*>|</?\s*(?:system|system-reminder|assistant|user|tool_result|"
                          r"function_results|instructions?)\s*>", re.I)
 
@@ -42,7 +43,8 @@ def safe_text(text: str) -> str:
 
 def line_for(rec: dict, now: float) -> str:
     times = rec.get("times") or [0]
-    meta = "%s, %s, %.2f" % (rec["type"], age(max(times), now), float(rec.get("confidence", 0)))
+    conf = rec["_parts"]["confidence"] if rec.get("_parts") else float(rec.get("confidence", 0))
+    meta = "%s, %s, %.2f" % (rec["type"], age(max(times), now), conf)
     if rec.get("pinned"):
         meta += ", pinned"
     if rec.get("branch_note"):
@@ -54,13 +56,22 @@ def line_for(rec: dict, now: float) -> str:
         body = "Last session: " + rec["text"]
     else:
         body = rec["text"]
-    return "- [%s] %s" % (meta, safe_text(body))
+    body = safe_text(body)
+    if rec.get("_short") and len(body) > SHORT_CHARS:
+        cut = body.rfind(" ", 0, SHORT_CHARS)
+        body = body[: cut if cut > SHORT_CHARS // 2 else SHORT_CHARS].rstrip(",;: ") + "…"
+    if rec.get("files_note"):
+        body += " (%s)" % rec["files_note"]
+    return "- [%s] %s" % (meta, body)
 
 
-def select(ordered: list, cfg: dict, now: float = None):
+def select(ordered: list, cfg: dict, now: float = None, check=None):
     """Walk records best first and keep those that fit.  Returns (kept, left_out) where left_out
-    holds (record, reason) pairs, for `cortex why`."""
+    holds (record, reason) pairs, for `cortex why`.  `check(rec)` may veto a record (reality checks)."""
     cap = cfg["session_start"]
+    mem = cfg.get("memory") or {}
+    decisions_full, decisions_max = mem.get("decisions_full", 10), mem.get("decisions_max", 25)
+    n_decisions = 0
     kept, left = [], []
     tokens = HEADER_TOKENS + FOOTER_TOKENS
     seen_plan = seen_progress = False
@@ -70,7 +81,8 @@ def select(ordered: list, cfg: dict, now: float = None):
         if rec.get("status", "active") != "active":
             left.append((rec, rec.get("status", "inactive")))
             continue
-        if not pinned and float(rec.get("confidence", 0)) < cap["min_confidence"]:
+        conf = rec["_parts"]["confidence"] if rec.get("_parts") else float(rec.get("confidence", 0))
+        if not pinned and conf < cap["min_confidence"]:
             left.append((rec, "low confidence"))
             continue
         if rec["type"] == "plan":
@@ -85,6 +97,17 @@ def select(ordered: list, cfg: dict, now: float = None):
         if rec["type"] == "progress" and not seen_progress:
             seen_progress = True
             rec = dict(rec, _resume=True)
+        if rec["type"] == "decision" and not pinned:
+            if n_decisions >= decisions_max:
+                left.append((rec, "older decision (past memory.decisions_max)"))
+                continue
+            if n_decisions >= decisions_full:
+                rec = dict(rec, _short=True)
+        if check is not None:
+            why = check(rec)
+            if why:
+                left.append((rec, why))
+                continue
         sec = "resume" if rec.get("_resume") else SECTION_OF.get(rec["type"], "knowledge")
         cost = int(rec.get("tokens") or 0) + (0 if sec in sections_used else SECTION_TOKENS)
         # pinned records come first in `ordered`, so the caps reach them last
@@ -96,6 +119,8 @@ def select(ordered: list, cfg: dict, now: float = None):
             continue
         tokens += cost
         sections_used.add(sec)
+        if rec["type"] == "decision":
+            n_decisions += 1
         kept.append(rec)
     return kept, left
 

@@ -15,7 +15,7 @@ from . import config as config_mod
 from .home import Home
 
 COLUMNS = ("id", "scope", "scope_id", "type", "status", "text", "confidence", "pinned", "priority", "times",
-           "tokens", "files", "branch", "plan", "sessions", "updated")
+           "tokens", "files", "branch", "plan", "sessions", "updated", "file_state")
 
 
 def _rows(con, sql, args):
@@ -25,6 +25,7 @@ def _rows(con, sql, args):
         for k in ("times", "files", "sessions"):
             rec[k] = json.loads(rec[k] or "[]")
         rec["plan"] = json.loads(rec["plan"]) if rec["plan"] else None
+        rec["file_state"] = json.loads(rec["file_state"]) if rec.get("file_state") else None
         rec["pinned"] = bool(rec["pinned"])
         out.append(rec)
     return out
@@ -56,12 +57,13 @@ def gather(home: Home, cwd: str, cfg: dict, session_id: str = None, source: str 
 
 def build(home: Home, cwd: str, session_id: str = None, source: str = None, now: float = None, cfg: dict = None):
     """The block text ('' when there is nothing to say) and the details of the choice."""
-    from . import rank, render
+    from . import rank, reality, render
     cfg = cfg or config_mod.load(home)
     now = time.time() if now is None else now
     project, domain, recs = gather(home, cwd, cfg, session_id, source)
     ordered = rank.order(recs, now, cfg, boost_session=session_id if source == "compact" else None)
-    kept, left = render.select(ordered, cfg, now)
+    branch = reality.current_branch(cwd)
+    kept, left = render.select(ordered, cfg, now, check=lambda rec: reality.check(rec, branch))
     if not kept:
         return "", {"project": project, "domain": domain, "kept": [], "left": left}
     text, dropped = render.render(kept, project["id"], cfg, now)

@@ -1,0 +1,249 @@
+"""Memory that stays right: supersession, conflicts, near-duplicates, reality checks, lifecycle.
+
+Each test scripts sessions as real Claude Code transcript lines, drops stop events through the
+capture code, runs the normalizer and reads the block the next session would get.
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from cortex import capture, normalize, session_start
+from cortex.consolidate import effective_confidence, lifecycle, rejected_subject, settings, switch_subject
+from cortex.home import Home
+from cortex.records import RecordStore, iter_paths, read
+
+T0 = time.time() - 3 * 86400
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+
+class Session:
+    """Writes a Claude Code JSONL transcript, one turn at a time."""
+
+    def __init__(self, root, project, sid, t):
+        self.path = os.path.join(root, "transcripts", sid + ".jsonl")
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.project, self.sid, self.t, self.n = project, sid, t, 0
+
+    def _line(self, rtype, message):
+        self.n += 1
+        self.t += 30
+        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.project, "uuid": "%s-%d" % (self.sid, self.n),
+               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
+               "timestamp": iso(self.t), "message": message}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def user(self, text):
+        self._line("user", {"role": "user", "content": text})
+
+    def say(self, text):
+        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
+                                 "content": [{"type": "text", "text": text}]})
+
+    def tool(self, name, **inp):
+        tid = "toolu_%s_%d" % (self.sid, self.n)
+        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
+                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
+        self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]})
+
+    def stop(self, home):
+        payload = {"session_id": self.sid, "transcript_path": self.path, "cwd": self.project,
+                   "hook_event_name": "Stop"}
+        capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), "claude-code", home))
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    home = Home(str(tmp_path / "home")).ensure()
+    monkeypatch.setenv("CORTEX_HOME", home.root)
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    return home, str(project), str(tmp_path)
+
+
+def records(home):
+    return [read(p) for p in iter_paths(home.records)]
+
+
+def block(home, project, now=None):
+    return session_start.build(home, project, now=now)
+
+
+def test_switch_from_a_to_b_supersedes_a_and_the_block_shows_b(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Which API style should the public endpoints use?")
+    s1.say("[MEMORY: decision] Use REST for the public API because every client already speaks it.")
+    s1.stop(home)
+    normalize.run(home)
+    s2 = Session(root, project, "s2", T0 + 86400)
+    s2.user("Clients need nested queries now.")
+    s2.say("[MEMORY: decision] Switched from REST to GraphQL for the public API because clients need nested queries.")
+    s2.stop(home)
+    normalize.run(home)
+    recs = {r["text"]: r for r in records(home) if r["type"] == "decision"}
+    rest = next(r for t, r in recs.items() if t.startswith("Use REST"))
+    gql = next(r for t, r in recs.items() if t.startswith("Switched from REST"))
+    assert rest["status"] == "superseded" and rest["superseded_by"] == [gql["id"]]
+    assert gql["status"] == "active" and gql["supersedes"] == [rest["id"]]
+    text, details = block(home, project)
+    assert "GraphQL" in text and "Use REST for the public API" not in text
+    assert rest["id"] not in [r["id"] for r in details["kept"]]
+
+
+def test_rejection_of_a_recommended_approach_is_flagged_as_conflict_not_deleted(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.say("[MEMORY: decision] Use Redis for the session cache because it is already deployed.")
+    s1.say("[MEMORY: rejected] Redis for the session cache: it loses entries on failover.")
+    s1.stop(home)
+    normalize.run(home)
+    recs = {r["type"]: r for r in records(home)}
+    assert recs["decision"]["conflicts_with"] == [recs["rejected"]["id"]]
+    assert recs["rejected"]["conflicts_with"] == [recs["decision"]["id"]]
+    assert recs["decision"]["status"] == "active"  # never delete; explain
+
+
+def test_near_duplicate_in_a_later_session_reinforces_instead_of_adding(env):
+    home, project, root = env
+    Session(root, project, "s1", T0).say("[MEMORY: gotcha] The fixtures directory must be writable before pytest starts.")
+    s1 = Session(root, project, "s1", T0)
+    s1.stop(home)
+    normalize.run(home)
+    s2 = Session(root, project, "s2", T0 + 3600)
+    s2.say("[MEMORY: gotcha] The fixtures directory must be writable before pytest starts!")
+    s2.say("[MEMORY: gotcha] the fixtures directory MUST be writable before `pytest` starts")
+    s2.stop(home)
+    normalize.run(home)
+    gotchas = [r for r in records(home) if r["type"] == "gotcha"]
+    assert len(gotchas) == 1
+    assert sorted(p["session"] for p in gotchas[0]["provenance"]) == ["s1", "s2"]
+    assert len(gotchas[0]["seen"]) == 2
+
+
+def test_different_facts_with_similar_wording_stay_apart_but_linked(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.say("[MEMORY: gotcha] The search index must be rebuilt after a schema migration of the records table.")
+    s1.say("[MEMORY: gotcha] The search index must be rebuilt after a restore of the records table from backup.")
+    s1.stop(home)
+    normalize.run(home)
+    gotchas = sorted((r for r in records(home) if r["type"] == "gotcha"), key=lambda r: r["text"])
+    assert len(gotchas) == 2
+    assert gotchas[0]["related"] == [gotchas[1]["id"]] and gotchas[1]["related"] == [gotchas[0]["id"]]
+
+
+def test_a_record_whose_file_was_deleted_is_dropped_and_a_changed_file_is_noted(env):
+    home, project, root = env
+    for name in ("gone.py", "kept.py"):
+        with open(os.path.join(project, name), "w") as f:
+            f.write("x = 1\n")
+    s1 = Session(root, project, "s1", T0)
+    s1.tool("Edit", file_path=os.path.join(project, "gone.py"), old_string="x", new_string="y")
+    s1.tool("Bash", command="pytest tests/test_gone.py")
+    s1.say("[MEMORY: gotcha] gone.py must import the settings module lazily.")
+    s1.stop(home)
+    normalize.run(home)
+    # a fix-like record naming a file: build one directly through the normalizer's rules
+    store = RecordStore(home.records)
+    from cortex.reality import file_state
+    prov = {"client": "test", "session": "s1", "transcript": None, "ref": "L1", "layer": "manual", "at": iso(T0)}
+    for name, text in (("gone.py", "gone.py needs the lazy import to start fast"),
+                       ("kept.py", "kept.py holds the retry limits for the uploader")):
+        store.upsert({"scope": "L0", "scope_id": _project_id(project), "project": None, "type": "learned",
+                      "text": text, "confidence": 0.9, "salience": 0.5, "files": [name],
+                      "file_state": file_state([name], project), "provenance": prov})
+    from cortex import config, indexer
+    indexer.reindex(home, config.load(home, fast=False))
+    os.unlink(os.path.join(project, "gone.py"))
+    with open(os.path.join(project, "kept.py"), "w") as f:
+        f.write("x = 2  # changed\n")
+    text, details = block(home, project)
+    assert "kept.py holds the retry limits" in text and "changed since: kept.py" in text
+    assert "gone.py needs the lazy import" not in text
+    assert any(why.startswith("files gone") for _, why in details["left"])
+
+
+def _project_id(path):
+    from cortex.scope import project_for
+    return project_for(path)["id"]
+
+
+def test_finished_plan_is_not_shown_as_the_active_plan(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.tool("TodoWrite", todos=[{"content": "Write the parser", "status": "completed", "activeForm": "Writing"},
+                                {"content": "Ship it", "status": "in_progress", "activeForm": "Shipping"}])
+    s1.stop(home)
+    normalize.run(home)
+    assert "Ship it" in block(home, project)[0]
+    s1.tool("TodoWrite", todos=[{"content": "Write the parser", "status": "completed", "activeForm": "Writing"},
+                                {"content": "Ship it", "status": "completed", "activeForm": "Shipping"}])
+    s1.stop(home)
+    normalize.run(home)
+    text, details = block(home, project)
+    assert "Ship it" not in text
+    assert any(why == "plan finished" for _, why in details["left"])
+
+
+def test_rerunning_the_normalizer_five_times_leaves_the_record_count_unchanged(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Set up the exporter and document the choice.")
+    s1.say("We chose msgpack over JSON for the exporter because payloads shrink by half.")
+    s1.say("[MEMORY: learned] The exporter batches 500 rows per request.")
+    s1.stop(home)
+    normalize.run(home)
+    first = sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records))
+    for _ in range(5):
+        os.unlink(home.cursors)  # forget how far we read: the whole transcript is read again
+        s1.stop(home)
+        normalize.run(home)
+    again = sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records))
+    assert len(again) == len(first) and again == first
+
+
+def test_decay_by_type_and_archive_after_the_documented_time(env):
+    home, project, root = env
+    cfg = json.load(open(home.config_json)) if os.path.exists(home.config_json) else None
+    from cortex import config
+    cfg = cfg or config.load(home, fast=False)
+    mem = settings(cfg)
+    now = time.time()
+    old = {"type": "progress", "confidence": 0.7, "times": [now - 30 * 86400]}
+    fresh = {"type": "progress", "confidence": 0.7, "times": [now - 3600]}
+    decision = {"type": "decision", "confidence": 0.7, "times": [now - 400 * 86400]}
+    used = {"type": "progress", "confidence": 0.7, "times": [now - 30 * 86400] * 1 + [now - 29 * 86400] * 6}
+    never = cfg["ranking"]["never_decay"]
+    assert effective_confidence(old, now, mem, never) < 0.01 < effective_confidence(fresh, now, mem, never)
+    assert effective_confidence(decision, now, mem, never) == 0.7
+    assert effective_confidence(used, now, mem, never) > effective_confidence(old, now, mem, never)
+    # a real record from a session a month ago: lifecycle archives it, a dry run only reports it
+    s1 = Session(root, project, "s1", now - 40 * 86400)
+    s1.user("Tidy the build scripts please.")
+    s1.tool("Edit", file_path=os.path.join(project, "build.sh"), old_string="a", new_string="b")
+    s1.stop(home)
+    normalize.run(home, now=now - 40 * 86400 + 3600)
+    store = RecordStore(home.records)
+    planned = lifecycle(home, store, cfg, now=now, dry_run=True)
+    assert [a for _, a, _ in planned] == ["archive"]
+    assert records(home)[0]["status"] == "active"
+    done = lifecycle(home, store, cfg, now=now)
+    assert done == planned and records(home)[0]["status"] == "archived"
+    assert lifecycle(home, store, cfg, now=now) == []  # idempotent
+
+
+def test_subject_extraction():
+    assert switch_subject("Switched from REST to GraphQL for the API")[0] == "REST"
+    assert switch_subject("We no longer use Celery because cron is enough")[0] == "Celery"
+    assert switch_subject("Replaced moment.js with date-fns to cut bundle size")[0] == "moment.js"
+    assert switch_subject("Use SQLite for the cache") == (None, None)
+    assert rejected_subject("Redis for the session cache: it loses entries on failover") == "Redis for the session cache"
+    assert rejected_subject("Rejected Kafka because the team has no ops capacity") == "Kafka"
