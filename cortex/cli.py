@@ -50,6 +50,56 @@ def cmd_status(args):
     return 0
 
 
+def _store_and_cfg():
+    from . import config
+    from .records import RecordStore
+    home = Home().ensure()
+    return home, RecordStore(home.records), config.load(home, fast=False)
+
+
+def _reindex_changed(home, store, cfg):
+    if store.changed:
+        from .indexer import update_index
+        from .index import connect
+        scopes = set()
+        con = connect(home.index_db, readonly=True)
+        try:
+            scopes = {r[0] for r in con.execute("SELECT DISTINCT scope_id FROM records")}
+        finally:
+            con.close()
+        update_index(home, cfg, set(store.changed), scopes)
+
+
+def cmd_consolidate(args):
+    from .consolidate import consolidate_groups
+    home, store, cfg = _store_and_cfg()
+    merges = consolidate_groups(home, store, cfg, dry_run=args.dry_run)
+    if not args.dry_run:
+        _reindex_changed(home, store, cfg)
+    if args.json:
+        print(json.dumps([{"keep": k, "merged": o} for k, o in merges]))
+    else:
+        for keep, others in merges:
+            print("%s %s <- %s" % ("would merge" if args.dry_run else "merged", keep, ", ".join(others)))
+        print("%d group(s)%s" % (len(merges), " (dry run: nothing changed)" if args.dry_run else ""))
+    return 0
+
+
+def cmd_lifecycle(args):
+    from .consolidate import lifecycle
+    home, store, cfg = _store_and_cfg()
+    actions = lifecycle(home, store, cfg, dry_run=args.dry_run)
+    if not args.dry_run:
+        _reindex_changed(home, store, cfg)
+    if args.json:
+        print(json.dumps([{"id": i, "action": a, "reason": r} for i, a, r in actions]))
+    else:
+        for rid, action, why in actions:
+            print("%-8s %s  %s" % (("would " if args.dry_run else "") + action, rid, why))
+        print("%d change(s)%s" % (len(actions), " (dry run: nothing changed)" if args.dry_run else ""))
+    return 0
+
+
 def cmd_bench(args):
     from .bench import run_bench
     run_bench(tuple(int(s) for s in args.sizes.split(",")), args.runs)
@@ -83,6 +133,16 @@ def build_parser():
     p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("consolidate", help="merge groups of near-duplicate records (originals kept as superseded)")
+    p.add_argument("--dry-run", action="store_true", help="show the merges without changing anything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_consolidate)
+
+    p = sub.add_parser("lifecycle", help="archive faded records and prune long-archived ones (normalize does this too)")
+    p.add_argument("--dry-run", action="store_true", help="show what would change without changing anything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_lifecycle)
 
     p = sub.add_parser("bench", help="time the hooks and session start beside python3 -c pass")
     p.add_argument("--sizes", default="1000", help="comma-separated record counts (default 1000)")

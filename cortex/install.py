@@ -270,8 +270,11 @@ def plan_install(data: dict, client: str, path_env: str = None):
     for event, group in desired_hooks(client, path_env):
         script = cortex_script_of(group["hooks"][0]["command"])
         groups = hooks.get(event)
-        if not isinstance(groups, list):
+        if groups is None:
             groups = []
+        elif not isinstance(groups, list):
+            raise InstallError("hooks.%s is %s, not a list of matcher groups; fix the file, nothing was changed"
+                               % (event, json.dumps(groups)[:40]))
         mine = [(g, h) for g in groups if isinstance(g, dict) and isinstance(g.get("hooks"), list)
                 for h in g["hooks"] if is_cortex_handler(h) and cortex_script_of(h.get("command")) == script]
         if len(mine) == 1 and mine[0][0] == group:
@@ -327,6 +330,8 @@ def backup_path(path: str, now: float = None) -> str:
 def write_settings(path: str, text: str, old_raw) -> str:
     """Back up the old file (if any), then write the new one atomically.  Returns the backup path or None."""
     from .fsutil import atomic_write_bytes, atomic_write_text
+    if os.path.islink(path):
+        path = os.path.realpath(path)  # a dotfile manager's link stays a link; its target is updated
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):
         os.makedirs(folder, mode=0o755, exist_ok=True)
@@ -349,7 +354,10 @@ def apply(client: str, action: str = "install", project: str = None, user: bool 
     path = settings_path(client, project, user, environ)
     data, raw = read_settings(path)
     if action == "install":
-        new, changes = plan_install(data, client, path_env)
+        try:
+            new, changes = plan_install(data, client, path_env)
+        except InstallError as e:
+            raise InstallError("%s: %s" % (path, e))
     elif action == "uninstall":
         new, changes = plan_uninstall(data, client)
     else:

@@ -2,43 +2,65 @@
 
 Cortex promises that no secret reaches a record, the search index, the logs or
 the injected block.  Every piece of transcript text goes through `clean()`
-(or at least `redact()`) before it is stored anywhere.
+(or at least `redact()`) before it is stored, indexed, logged or injected.
 
     redact(text)          -> (text with secrets replaced, number of replacements)
     strip_private(text)   -> text without <private>...</private> spans
     clean(text)           -> redact(strip_private(text))
     contains_secret(text) -> bool
 
-A secret is replaced by ``[REDACTED:<kind>]``.  Surrounding text is kept so a
-memory stays readable: for ``KEY=value`` forms only the value goes
+A secret becomes ``[REDACTED:<kind>]``.  Surrounding text is kept so a memory
+stays readable: for ``KEY=value`` forms only the value goes
 (``API_KEY=[REDACTED:env_secret]``), for URLs only the password
 (``postgres://user:[REDACTED:url_password]@host/db``).
 
-Kinds: anthropic_key, openai_key, aws_access_key, aws_secret, github_token,
-gitlab_token, npm_token, huggingface_token, slack_token, slack_webhook,
-stripe_key, google_api_key, google_oauth, jwt, bearer, auth_header,
-private_key, url_password, password, env_secret, high_entropy.
+Kinds
+    anthropic_key openai_key aws_access_key aws_secret github_token
+    gitlab_token npm_token huggingface_token slack_token slack_webhook
+    stripe_key google_api_key google_oauth jwt bearer auth_header
+    private_key url_password password env_secret high_entropy
 
-The rules run in a fixed order, most specific first; each later rule sees the
-placeholders of the earlier ones and leaves them alone, so `redact` is
-idempotent.  The text may be raw JSON (a transcript line), so quotes may be
-escaped (``\\"password\\": \\"...\\"``) and line breaks may be the two
-characters ``\\n``; the patterns allow for both.
+How it works
+    1. Fixed-shape rules, most specific first: PEM blocks, JWTs, vendor key
+       prefixes, URL passwords, Authorization headers, curl/netrc/mysql forms.
+    2. Key/value rule: a key whose name says password/secret/token/api key/...
+       followed by ``=`` ``:`` ``:=`` ``=>`` (or whitespace after a --flag),
+       then a quoted or bare value.  Password/secret/api-key names redact any
+       real-looking value; token/auth/credential names need a random-looking
+       one (so ``max_tokens: 4096`` and ``auth_mode: "chatgpt"`` survive).
+    3. Entropy rule: a token of 20+ characters that mixes upper case, lower
+       case and digits like random strings do (Shannon entropy >= 3.5
+       bits/char, not built from words) starting within a few words *after* a
+       trigger word (key, secret, token, password, credential, auth ...).
 
-Precision: git SHAs, UUIDs, hashes, message/tool ids, paths and long
-identifiers are left alone.  The entropy rule only looks at tokens within a
-few words *after* a trigger word (key, secret, token, password, credential,
-auth) and needs upper case, lower case and digits mixed the way random
-strings mix them.
+    Each rule sees the placeholders of the earlier ones and leaves them alone,
+    so `redact` is idempotent.  Values that are obviously placeholders
+    (``<your-key>``, ``xxx``, ``changeme``, ``${VAR}``, ``$VAR``,
+    ``os.environ[...]``, ``None``, ``""``, ``***``, ``[REDACTED:...]``) are
+    neither redacted nor counted.
 
-Standard library only; every pattern is compiled once at import, and every
-rule has a cheap substring pre-check so typical text skips most of them.
+    The text may be raw JSON (a transcript line): quotes may be escaped
+    (``\\"password\\": \\"...\\"``) and line breaks may be the two characters
+    ``\\n``; the rules allow for both and never eat the letter of an escape.
+
+Precision
+    Git SHAs, UUIDs, ``sha256:...`` hashes, message/tool ids (``msg_...``,
+    ``toolu_...``, ``call_...``), paths, long identifiers and URLs without a
+    password are left alone: hex strings never count for the entropy rule,
+    and the entropy rule only fires next to a trigger word.
+
+Speed
+    Standard library only (``re``, ``math``); patterns are compiled once at
+    import.  Every vendor pattern starts with a literal so ``re`` can use its
+    fast prefix search; boundary checks run in Python on the (rare) matches.
+    The key/value and entropy rules share one scan for trigger words over a
+    lower-cased copy of the text.
 """
 from __future__ import annotations
 
 import math
 import re
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 __all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder"]
 
@@ -49,11 +71,19 @@ def placeholder(kind: str) -> str:
     return f"{_PH_PREFIX}{kind}]"
 
 
-# Left boundary: not glued to a preceding letter/digit, except that the
-# letter may be the tail of a JSON escape such as \n or \t.
-_LB = r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))"
-# Right boundary for fixed-length tokens.
-_RB = r"(?![A-Za-z0-9])"
+def _alnum(ch: str) -> bool:
+    return ("a" <= ch <= "z") or ("A" <= ch <= "Z") or ("0" <= ch <= "9")
+
+
+def _lb_ok(text: str, i: int) -> bool:
+    """Left boundary: text[i] is not glued to a preceding letter or digit,
+    unless that letter ends a JSON escape such as \\n or \\t."""
+    if i == 0:
+        return True
+    p = text[i - 1]
+    if not _alnum(p):
+        return True
+    return p in "nrt" and i >= 2 and text[i - 2] == "\\"
 
 
 # ---------------------------------------------------------------------------
@@ -64,7 +94,7 @@ def _entropy(s: str) -> float:
     n = len(s)
     if n == 0:
         return 0.0
-    counts: dict = {}
+    counts: Dict[str, int] = {}
     for ch in s:
         counts[ch] = counts.get(ch, 0) + 1
     return -sum(c / n * math.log2(c / n) for c in counts.values())
@@ -82,20 +112,50 @@ def _classes(s: str) -> Tuple[bool, bool, bool]:
     return up, lo, dg
 
 
+def _has_digit(s: str) -> bool:
+    return any("0" <= ch <= "9" for ch in s)
+
+
+def _mixed3(s: str) -> bool:
+    up, lo, dg = _classes(s)
+    return up and lo and dg
+
+
+def _not_trivial(s: str) -> bool:
+    return len(set(s)) > 4
+
+
+def _two_classes(s: str) -> bool:
+    """Two character classes or more and not a repeated filler (for bodies after a distinctive prefix)."""
+    up, lo, dg = _classes(s)
+    return (up + lo + dg) >= 2 and _not_trivial(s)
+
+
+def _openai_ok(s: str) -> bool:
+    # "sk-" is a short prefix: "sk-learn-compatible-estimator-2" must not count
+    body = s[3:]
+    return _mixed3(body) or (len(body) >= 40 and _two_classes(body) and not _wordy(body))
+
+
 _ALPHA_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")
+_CONSONANTS5 = re.compile(r"[b-df-hj-np-tv-xz]{5}")
 
 
 def _wordy(s: str) -> bool:
-    """True for identifiers built from words (handleUserAuthToken2, my_api_key).
+    """Identifiers built from words (handleUserAuthToken2, my_api_key_name).
 
-    Random base62/base64 strings switch case and class every one or two
+    Random base62/base64 strings switch case or class every one or two
     characters; identifiers are made of runs of 3+ letters.
     """
     runs = _ALPHA_RUN.findall(s)
     if not runs:
         return False
     letters = sum(len(r) for r in runs)
-    return letters / len(runs) >= 3.5
+    if letters / len(runs) < 3.5:
+        return False
+    # words have vowels (~40% of letters; random letters ~19%) and no long consonant clusters
+    vowels = sum(s.count(v) for v in "aeiouAEIOU")
+    return vowels / letters >= 0.25 and _CONSONANTS5.search(s) is None
 
 
 _PLACEHOLDER_WORDS = frozenset(
@@ -106,10 +166,10 @@ _PLACEHOLDER_WORDS = frozenset(
     example sample placeholder dummy fake test testing todo tbd fixme
     redacted hidden masked removed empty default required optional
     string str bytes int integer number bool boolean any object unknown
-    value foo bar baz xxx n/a na
+    value foo bar baz n/a na
     """.split()
 )
-_CODE_REF = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\s*[(\[]")
+_CODE_REF = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\s*[(\[]")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _YOUR = re.compile(r"(?:your|insert|enter|replace|put|add)[-_ ]?(?:own[-_ ]?|real[-_ ]?|actual[-_ ]?)?"
                    r"(?:[a-z]+[-_ ]?){0,3}(?:key|token|secret|password|pass|here|id)", re.I)
@@ -119,24 +179,26 @@ def _is_placeholder(v: str) -> bool:
     s = v.strip().strip("\"'`").strip()
     if not s:
         return True
-    c = s[0]
-    if c in "$<{%" or s.startswith(_PH_PREFIX):
+    if s[0] in "$<{%" or s.startswith(_PH_PREFIX):
         return True
     low = s.lower()
-    if low in _PLACEHOLDER_WORDS or "redacted" in low or "placeholder" in low:
+    if low in _PLACEHOLDER_WORDS or "redacted" in low or "placeholder" in low or "example" in low:
         return True
-    if len(set(s)) <= 2:  # xxxx, ****, ...., ab
+    if len(set(s)) <= 2:  # xxxx, ****, ...., abab
         return True
-    if s.startswith(("***", "...", "\u2026", "xxx", "XXX")):
+    if s.startswith(("***", "...", "\u2026", "xxx", "XXX", "<")):
         return True
     if _YOUR.match(s):
         return True
-    if _CODE_REF.match(s) or _DOTTED.fullmatch(s):  # os.environ["X"], get_token(), settings.KEY
+    if _CODE_REF.match(s):  # os.environ["X"], get_token()
+        return True
+    if _DOTTED.fullmatch(s) and not _has_digit(s) and _wordy(s):  # settings.SECRET_KEY, self.password
         return True
     return False
 
 
-_PATHLIKE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/]*|[\w.\-/]+\.(?:pem|key|json|p12|pfx|crt|cer|txt|env|ya?ml|toml|ini|cfg|conf|gpg|asc)")
+_PATHLIKE = re.compile(r"(?:~|\.{1,2})?/[\w.\-/]*|[\w.\-/]+\.(?:pem|key|json|p12|pfx|crt|cer|txt|env|ya?ml|toml|"
+                       r"ini|cfg|conf|gpg|asc|js|ts|py|sh)")
 
 
 def _is_pathlike(s: str) -> bool:
@@ -147,50 +209,40 @@ def _is_pathlike(s: str) -> bool:
     return s.count("/") >= 2 and _wordy(s)
 
 
+_WORDS_ONLY = re.compile(r"[a-z]+(?:[ _.:/\-]+[a-z]+)*")
+
+
 def _looks_random(s: str, min_len: int = 8) -> bool:
-    """Weak-key values: long enough, mixed, and not built from words."""
+    """A value that reads like a generated credential rather than a word or code."""
     if len(s) < min_len:
         return False
+    for ch in " ()[]{}<>|":
+        if ch in s:
+            return False
     up, lo, dg = _classes(s)
     if (up + lo + dg) < 2:
-        # a long single-class value (e.g. 32+ hex digits or a numeric code) still counts
+        # one class only: long hex/numeric/lower tokens still count
         return len(s) >= 24 and _entropy(s) >= 3.0 and (dg or len(s) >= 32)
-    if _wordy(s) and not dg:
-        return False
-    if _wordy(s) and _entropy(s) < 3.6:
+    if _wordy(s) and (not dg or _entropy(s) < 3.6):
         return False
     return _entropy(s) >= 2.5
 
 
 # ---------------------------------------------------------------------------
-# rules with a fixed shape (prefix tokens, URLs, headers, PEM)
+# fixed-shape rules
 # ---------------------------------------------------------------------------
 
 class _Rule:
-    __slots__ = ("kind", "rx", "needles", "group", "check", "kind_of")
+    __slots__ = ("kind", "rx", "gate", "group", "check", "lb")
 
-    def __init__(self, kind: str, pattern: str, needles: Tuple[str, ...], group: int = 0,
-                 check: Optional[Callable[[str], bool]] = None, flags: int = 0,
-                 kind_of: Optional[Callable[["re.Match[str]"], str]] = None):
+    def __init__(self, kind: str, pattern: str, group: int = 0, check: Optional[Callable[[str], bool]] = None,
+                 gate: Tuple[str, ...] = (), lb: bool = False, flags: int = 0):
         self.kind = kind
         self.rx = re.compile(pattern, flags)
-        self.needles = needles
-        self.group = group
-        self.check = check
-        self.kind_of = kind_of
-
-
-def _mixed3(s: str) -> bool:
-    up, lo, dg = _classes(s)
-    return up and lo and dg
-
-
-def _not_trivial(s: str) -> bool:
-    return len(set(s)) > 3
-
-
-def _has_digit(s: str) -> bool:
-    return any("0" <= ch <= "9" for ch in s)
+        self.gate = gate    # lower-case substrings, one of which must be present (cheap pre-check)
+        self.group = group  # the group that is replaced; 0 = the whole match
+        self.check = check  # validator for the replaced text
+        self.lb = lb        # the match must not be glued to a preceding letter/digit
 
 
 def _bearer_ok(tok: str) -> bool:
@@ -207,138 +259,168 @@ def _pw_ok(s: str) -> bool:
 
 
 def _userinfo_token_ok(s: str) -> bool:
-    return len(s) >= 20 and _entropy(s) >= 3.5 and _mixed3(s)
+    return len(s) >= 20 and _entropy(s) >= 3.5 and _mixed3(s) and not _wordy(s)
+
+
+def _auth_value_ok(s: str) -> bool:
+    return not _is_placeholder(s) and (_looks_random(s, 6) or (s.endswith("=") and len(s) >= 8))
 
 
 _PEM_HDR = r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _PEM_END = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 
 _RULES: List[_Rule] = [
-    # PEM private keys, closed form (whole block) then truncated form (header + base64 body)
-    _Rule("private_key", _PEM_HDR + r".{0,40000}?" + _PEM_END, ("PRIVATE KEY",), flags=re.S),
-    _Rule("private_key",
-          _PEM_HDR + r"(?:[A-Za-z0-9+/=\r\n]|\\+[nrt]|(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n\\]*)*",
-          ("PRIVATE KEY",)),
-    _Rule("jwt", _LB + r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", ("eyJ",)),
-    _Rule("anthropic_key", _LB + r"sk-ant-[A-Za-z0-9_\-]{20,}", ("sk-ant-",), check=_not_trivial),
-    _Rule("openai_key", _LB + r"sk-(?:proj-|svcacct-|admin-|None-)?([A-Za-z0-9_\-]{20,})", ("sk-",),
-          check=lambda s: _mixed3(s[3:])),
-    _Rule("aws_access_key",
-          _LB + r"(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA)[A-Z0-9]{16}" + _RB,
-          ("AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "APKA"),
-          check=_not_trivial),
-    _Rule("github_token", _LB + r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{30,255})",
-          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), check=_mixed3),
-    _Rule("gitlab_token", _LB + r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", ("gl",),
-          check=lambda s: _has_digit(s[5:]) or _mixed3(s)),
-    _Rule("npm_token", _LB + r"npm_[A-Za-z0-9]{36}" + _RB, ("npm_",), check=_mixed3),
-    _Rule("huggingface_token", _LB + r"hf_[A-Za-z0-9]{30,}" + _RB, ("hf_",), check=_mixed3),
-    _Rule("slack_webhook", r"(https?://hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9_/+\-]{8,})",
-          ("hooks.slack.com",), group=2),
-    _Rule("slack_token", _LB + r"(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,})", ("xox", "xapp-"),
+    # PEM private keys: the closed block, then a truncated one (header + base64 body)
+    _Rule("private_key", _PEM_HDR + r".{0,40000}?" + _PEM_END, gate=("private key",), flags=re.S),
+    _Rule("private_key", _PEM_HDR + r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n\\]*|"
+                                    r"[A-Za-z0-9+/=]+|[\r\n]+|\\+[nrt])*", gate=("private key",)),
+    _Rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", gate=("eyj",), lb=True),
+    _Rule("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", gate=("sk-",), check=_not_trivial),
+    _Rule("openai_key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", gate=("sk-",), lb=True,
+          check=_openai_ok),
+    _Rule("aws_access_key", r"A(?:KIA|SIA|BIA|CCA)[A-Z0-9]{16}(?![A-Za-z0-9])", lb=True,
+          check=lambda s: _not_trivial(s[4:]) and not s.endswith("EXAMPLE")),  # AWS docs use ...EXAMPLE
+    _Rule("github_token", r"g(?:h[pousr]_[A-Za-z0-9]{30,255}|ithub_pat_[A-Za-z0-9_]{30,255})", lb=True,
+          check=lambda s: _two_classes(s[11:] if s.startswith("github_pat_") else s[4:])),
+    _Rule("gitlab_token", r"gl(?:pat|dt|rt|ptt|cbt|oas)-[A-Za-z0-9_\-]{20,}", lb=True, check=_not_trivial),
+    _Rule("npm_token", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", lb=True, check=lambda s: _two_classes(s[4:])),
+    _Rule("huggingface_token", r"hf_[A-Za-z0-9]{34,40}(?![A-Za-z0-9])", lb=True,
+          check=lambda s: _two_classes(s[3:])),
+    _Rule("slack_webhook", r"(hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9_/+\-]{8,})", group=2),
+    _Rule("slack_token", r"x(?:ox[abposre]-[A-Za-z0-9\-]{10,}|app-\d-[A-Za-z0-9\-]{10,})", lb=True,
           check=_has_digit),
-    _Rule("stripe_key", _LB + r"(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}|whsec_[A-Za-z0-9+/=]{20,})",
-          ("_live_", "_test_", "whsec_"), check=lambda s: _has_digit(s) and _not_trivial(s)),
-    _Rule("google_api_key", _LB + r"AIza[0-9A-Za-z_\-]{30,}", ("AIza",)),
-    _Rule("google_oauth", _LB + r"(?:ya29\.[0-9A-Za-z_\-]{20,}|1//0[0-9A-Za-z_\-]{30,})", ("ya29.", "1//0"),
-          check=_not_trivial),
-    # scheme://user:password@host  -> keep scheme, user and host
-    _Rule("url_password",
-          r"(?<![A-Za-z0-9+.\-])([a-zA-Z][a-zA-Z0-9+.\-]{1,30}://[^\s:/?#@\"'`\\<>\[\]]*):([^\s/?#\"'`\\<>]+)@",
-          ("://",), group=2, check=_pw_ok),
-    # scheme://<token>@host (token used as the user name)
-    _Rule("url_password", r"(?<![A-Za-z0-9+.\-])[a-zA-Z][a-zA-Z0-9+.\-]{1,30}://([A-Za-z0-9_\-]{20,})@",
-          ("://",), group=1, check=_userinfo_token_ok),
+    _Rule("stripe_key", r"[spr]k_(?:live|test)_[A-Za-z0-9]{10,}", gate=("_live_", "_test_"), lb=True,
+          check=lambda s: _has_digit(s) and _not_trivial(s)),
+    _Rule("stripe_key", r"whsec_[A-Za-z0-9+/=]{20,}", gate=("whsec_",), lb=True, check=_not_trivial),
+    _Rule("google_api_key", r"AIza[0-9A-Za-z_\-]{30,}", lb=True),
+    _Rule("google_oauth", r"ya29\.[0-9A-Za-z_\-]{20,}", lb=True, check=_not_trivial),
+    _Rule("google_oauth", r"1//0[0-9A-Za-z_\-]{30,}", lb=True, check=_mixed3),
+    # scheme://user:password@host -> keep scheme, user and host (the scheme is checked in _url_scheme_ok)
+    _Rule("url_password", r"://[^\s:/?#@\"'`\\<>\[\]]*:([^\s/?#\"'`\\<>]+)@", group=1, gate=("@",), check=_pw_ok),
+    # scheme://<token>@host (a token used as the user name)
+    _Rule("url_password", r"://([A-Za-z0-9_\-]{20,})@", group=1, gate=("@",), check=_userinfo_token_ok),
     # Authorization: Bearer <token>, and "bearer <token>" anywhere
-    _Rule("bearer", _LB + r"(?i:bearer)(?:\s|\\[nrt]|%20|\+)+([A-Za-z0-9\-._~+/]+=*)",
-          ("earer", "EARER"), group=1, check=_bearer_ok),
-    # Authorization: Basic/Token/<raw> <credential>
+    _Rule("bearer", r"(?:[Bb]earer|BEARER)(?:\s|\\[nrt]|%20|\+)+([A-Za-z0-9\-._~+/]+=*)", group=1,
+          gate=("bearer",), lb=True, check=_bearer_ok),
+    # Authorization: Basic <base64 user:pass>
+    _Rule("auth_header", r"(?i:authorization)\\*[\"']?\s*[:=]\s*\\*[\"']?\s*(?i:basic)\s+([A-Za-z0-9+/]{6,}={0,2})",
+          group=1, gate=("authorization",), check=lambda s: not _is_placeholder(s) and _not_trivial(s)),
+    # Authorization: Token/<raw> <credential>
     _Rule("auth_header",
           r"(?i:authorization)\\*[\"']?\s*[:=]\s*\\*[\"']?\s*(?:(?i:basic|token|digest|bot|apikey|key|sso-key)\s+)?"
-          r"([A-Za-z0-9\-._~+/:]{6,}=*)",
-          ("uthorization", "UTHORIZATION"), group=1,
-          check=lambda s: not _is_placeholder(s) and (_looks_random(s, 6) or s.endswith("="))),
+          r"([A-Za-z0-9\-._~+/:]{6,}=*)", group=1, gate=("authorization",), check=_auth_value_ok),
     # curl -u user:pass / --user user:pass
-    _Rule("password", r"(?<=\s)(?:-u|--user)\s+\\*[\"']?[^\s:\"'\\]+:([^\s\"'\\]+)", ("-u", "--user"), group=1,
+    _Rule("password", gate=("-u",), pattern=r"-(?:u|-user)\s+\\*[\"']?[^\s:\"'\\]+:([^\s\"'\\]+)", group=1,
           check=lambda s: _pw_ok(s) and not s.isdigit()),
     # .netrc: machine h login u password p
-    _Rule("password", r"\blogin\s+\S+\s+password\s+(\S+)", ("password",), group=1, check=_pw_ok),
+    _Rule("password", r"login\s+\S+\s+password\s+([^\s\"'\\]+)", group=1, check=_pw_ok),
     # mysql -pSECRET
-    _Rule("password", r"\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p([^\s\"'\\]+)", ("mysql",), group=1,
-          check=_pw_ok),
+    _Rule("password", r"mysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p([^\s\"'\\]+)", group=1, check=_pw_ok),
 ]
+
+_SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
 
 def _apply_rule(rule: _Rule, text: str, counter: List[int]) -> str:
     g = rule.group
     kind = rule.kind
     check = rule.check
+    lb = rule.lb
+    is_url = kind == "url_password"
 
     def repl(m: "re.Match[str]") -> str:
         val = m.group(g)
         if val.startswith(_PH_PREFIX):
             return m.group(0)
+        start = m.start()
+        if lb and not _lb_ok(text, start):
+            return m.group(0)
+        if is_url and not _SCHEME_TAIL.search(text, max(0, start - 31), start):
+            return m.group(0)
         if check is not None and not check(val):
             return m.group(0)
         counter[0] += 1
-        whole = m.group(0)
         if g == 0:
             return placeholder(kind)
-        off = m.start()
+        whole = m.group(0)
         a, b = m.span(g)
-        return whole[: a - off] + placeholder(kind) + whole[b - off:]
+        return whole[: a - start] + placeholder(kind) + whole[b - start:]
 
     return rule.rx.sub(repl, text)
 
 
 # ---------------------------------------------------------------------------
-# KEY=value / "key": "value" / key: value / --key value
+# shared trigger scan (over the lower-cased text)
 # ---------------------------------------------------------------------------
 
-# Keyword anywhere inside a key name; the whole name is then read around it.
-_KV_TRIGGER = re.compile(r"(?i:passw|passphrase|pass\b|_pass|pwd|secret|token|api[_\-]?key|access[_\-]?key|"
-                         r"private[_\-]?key|credential|auth|_pw\b|cookie|session[_\-]?key|signing[_\-]?key|"
-                         r"encryption[_\-]?key|master[_\-]?key|client[_\-]?key|license[_\-]?key|account[_\-]?key|conn"
-                         r"(?:ection)?[_\-]?str)")
-_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_KV_NEEDLES = ("ass", "ASS", "wd", "WD", "ecret", "ECRET", "oken", "OKEN", "ey", "EY", "uth", "UTH", "redential",
-               "REDENTIAL", "ookie", "OOKIE", "_pw", "_PW", "onn", "ONN")
+# str.find over a few literals beats one regex alternation of common letters by ~2x.
+_TRIGGER_WORDS = ("pass", "pwd", "secret", "token", "key", "cred", "auth", "_pw", "cookie")
 
-# After the key: optional closing quote(s)/bracket, then a separator.
-_KV_SEP = re.compile(r"(?P<close>\\*[\"'`]?\]?)(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+)")
-_QUOTE_OPEN = re.compile(r"\\*[\"'`]")
-_UNQUOTED = re.compile(r"(?:[^\s\"'`\\&;,<>]|\\\\|\\/|\\u[0-9a-fA-F]{4}|,(?=\S))+")
-_CLOSERS: dict = {}
 
-_SECRET_KEY_SUFFIX_SKIP = (
-    "url", "uri", "endpoint", "path", "file", "filename", "dir", "name", "type", "mode", "method", "header",
-    "length", "len", "count", "limit", "expiry", "expires", "expiresin", "expiresat", "expiration", "ttl",
-    "timeout", "provider", "scheme", "required", "enabled", "enable", "disabled", "version", "prefix", "id",
-    "ids", "index", "size", "status", "env", "var", "field", "label", "hint", "policy", "rotation", "format",
-    "location", "store", "storage", "cache", "source", "kind", "usage", "budget", "stats", "info", "error",
-    "errors", "flow", "strategy", "manager", "service", "server", "client", "handler", "helper", "config",
-    "settings", "options", "request", "response", "state", "store", "ref", "refs", "class", "module", "fn",
-    "func", "callback", "hook", "test", "tests", "spec", "check", "validator", "validation", "input", "prompt",
-    "dialog", "form", "button", "page", "view", "screen", "modal", "component", "reset", "changed", "updated",
-    "created", "at", "on", "by", "date", "time", "valid", "invalid", "missing", "set", "exists", "present",
-    "counter", "max", "min", "total", "used", "left", "remaining", "tokens",
-)
+def _trigger_hits(low: str) -> List[Tuple[int, int]]:
+    hits: List[Tuple[int, int]] = []
+    for w in _TRIGGER_WORDS:
+        i = low.find(w)
+        if i < 0:
+            continue
+        k = len(w)
+        while i >= 0:
+            hits.append((i, i + k))
+            i = low.find(w, i + k)
+    hits.sort()
+    return hits
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _SPLIT_KEY = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_KEY_SPLIT_SEP = re.compile(r"[_.\-]+")
 
 
 def _key_parts(name: str) -> List[str]:
     out: List[str] = []
-    for chunk in re.split(r"[_.\-]+", name):
+    for chunk in _KEY_SPLIT_SEP.split(name):
         out.extend(p.lower() for p in _SPLIT_KEY.findall(chunk))
     return out
+
+
+# Key names that end like this describe a secret but do not hold one (token_url, password_file, ...).
+_KEY_SUFFIX_SKIP = frozenset(
+    """
+    url uri urls endpoint path file filename dir name names type mode method header length len count limit
+    expiry expires expiresin expiresat expiration ttl timeout provider scheme required enabled enable disabled
+    version prefix id ids index size status env var field label hint policy rotation format location store
+    storage cache source kind usage budget stats info error errors flow strategy manager service server
+    client handler helper config settings options request response state ref refs class module fn func
+    callback hook test tests spec check validator validation stdin input prompt dialog form button page view screen
+    modal component reset changed updated created at on by date time valid invalid missing set exists present
+    counter max min total used left remaining tokens map list dict keys hash digest fingerprint salt rounds
+    min_length regex pattern policy schema
+    """.split()
+)
+_STRONG_KEY = re.compile(r"(?:api|access|private|session|signing|encryption|master|client|license|account|app|"
+                         r"secret|auth|service|admin|deploy|storage|subscription)key")
+_WEAK_PARTS = frozenset(("token", "auth", "authorization", "credential", "credentials", "cookie", "creds",
+                         "authtoken", "apitoken", "accesstoken", "refreshtoken", "idtoken", "bearer", "oauth"))
+_KEY_CACHE: Dict[str, Optional[Tuple[str, bool]]] = {}
 
 
 def _key_kind(name: str) -> Optional[Tuple[str, bool]]:
     """(kind, strong) for a secret-bearing key name, or None.
 
-    strong keys (password, secret, api_key ...) redact any real-looking value;
-    weak keys (token, auth, credential, cookie) need a random-looking value.
+    Strong names (password, secret, api key ...) redact any real-looking
+    value; weak names (token, auth, credential, cookie) need a random-looking
+    value.
     """
+    hit = _KEY_CACHE.get(name)
+    if hit is not None or name in _KEY_CACHE:
+        return hit
+    res = _key_kind_uncached(name)
+    if len(_KEY_CACHE) > 4096:
+        _KEY_CACHE.clear()
+    _KEY_CACHE[name] = res
+    return res
+
+
+def _key_kind_uncached(name: str) -> Optional[Tuple[str, bool]]:
     bare = name.lstrip("-")
     low = bare.lower()
     if not low or low in ("pwd", "oldpwd"):
@@ -347,30 +429,36 @@ def _key_kind(name: str) -> Optional[Tuple[str, bool]]:
     if not parts:
         return None
     last = parts[-1]
-    if last in _SECRET_KEY_SUFFIX_SKIP and len(parts) > 1:
+    if last in _KEY_SUFFIX_SKIP and len(parts) > 1:
         return None
     flat = "".join(parts)
-    if ("passw" in flat or "passphrase" in flat or "pwd" in parts or "pass" in parts or "pw" in parts
-            or flat.endswith("pass")):
-        if last in ("passed", "passes", "passing", "through", "thru", "by"):
-            return None
+    if "passw" in flat or "passphrase" in flat or "pwd" in parts:
         return ("password", True)
+    if "pass" in parts or "pw" in parts or flat.endswith("pass"):
+        return ("password", False)  # "pass" alone is also a word ("first pass: ...")
     if "secret" in flat:
         if "aws" in flat or "secretaccesskey" in flat:
             return ("aws_secret", True)
         return ("env_secret", True)
-    if re.search(r"(?:api|access|private|session|signing|encryption|master|client|license|account|auth|app)key",
-                 flat):
+    if _STRONG_KEY.search(flat) or "connstr" in flat or "connectionstring" in flat:
         return ("env_secret", True)
-    if "connstr" in flat or "connectionstring" in flat:
-        return ("env_secret", True)
-    if any(p in ("token", "auth", "authorization", "credential", "credentials", "cookie", "creds", "authtoken",
-                 "apitoken", "accesstoken", "refreshtoken", "idtoken", "bearer", "oauth")
-           for p in parts):
-        return ("env_secret", False)
-    if flat.endswith(("token", "auth", "credential", "credentials")):
+    if any(p in _WEAK_PARTS for p in parts) or flat.endswith(("token", "auth", "credential", "credentials")):
         return ("env_secret", False)
     return None
+
+
+# ---------------------------------------------------------------------------
+# KEY=value / "key": "value" / key: value / --key value
+# ---------------------------------------------------------------------------
+
+# After the key: optional closing quote(s)/bracket, then a separator.
+_KV_SEP = re.compile(r"(?P<close>\\*[\"'`]?\]?)(?P<sep>[ \t]*(?::=|=>|==|=|:)[ \t]*|[ \t]+)")
+_QUOTE_OPEN = re.compile(r"\\*[\"'`]")
+_UNQUOTED = re.compile(r"(?:[^\s\"'`\\&;,<>]|\\\\|\\/|\\u[0-9a-fA-F]{4}|,(?=[^\s\\]))+")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+_CODE_FOLLOW = re.compile(r"[ \t]*(?:[?,;)}|&+*/(.]|\\n\s*[.?])")
+_PROSE_FOLLOW = re.compile(r"[ \t]+[a-z]{2,}\b")
+_CLOSERS: Dict[str, "re.Pattern[str]"] = {}
 
 
 def _closer(open_seq: str) -> "re.Pattern[str]":
@@ -391,32 +479,32 @@ def _strip_trailing(v: str) -> str:
 
 
 def _read_value(text: str, pos: int) -> Optional[Tuple[int, int, bool]]:
-    """(start, end, quoted) of the value beginning at pos."""
+    """(start, end, quoted) of the value that begins at pos."""
     m = _QUOTE_OPEN.match(text, pos)
     if m is not None:
         seq = m.group(0)
         start = m.end()
-        cm = _closer(seq).search(text, start, min(len(text), start + 2048))
-        if cm is not None:
-            end = cm.start()
-            nl = text.find("\n", start, end)
-            if nl < 0:
-                if seq == '"' or seq == "'":
-                    # plain string: an escaped quote inside does not close it
-                    j = start
-                    while True:
-                        k = text.find(seq, j, start + 2048)
-                        if k < 0:
-                            break
-                        bs = 0
-                        while k - 1 - bs >= start and text[k - 1 - bs] == "\\":
-                            bs += 1
-                        if bs % 2 == 0:
-                            end = k
-                            break
-                        j = k + 1
-                return start, end, True
-        pos = start  # unclosed quote: read it as an unquoted value
+        stop = min(len(text), start + 2048)
+        if seq in ('"', "'", "`"):
+            # a plain string: a backslash-escaped quote does not close it
+            j = start
+            while True:
+                k = text.find(seq, j, stop)
+                if k < 0:
+                    break
+                bs = 0
+                while k - 1 - bs >= start and text[k - 1 - bs] == "\\":
+                    bs += 1
+                if bs % 2 == 0:
+                    if text.find("\n", start, k) < 0:
+                        return start, k, True
+                    break
+                j = k + 1
+        else:
+            cm = _closer(seq).search(text, start, stop)
+            if cm is not None and text.find("\n", start, cm.start()) < 0:
+                return start, cm.start(), True
+        pos = start  # unclosed quote: read what follows as a bare value
     um = _UNQUOTED.match(text, pos)
     if um is None:
         return None
@@ -426,85 +514,63 @@ def _read_value(text: str, pos: int) -> Optional[Tuple[int, int, bool]]:
     return pos, pos + len(v), False
 
 
-def _kv_pass(text: str, counter: List[int]) -> str:
-    spans: List[Tuple[int, int, str]] = []
-    last_key_end = -1
-    n = len(text)
-    for t in _KV_TRIGGER.finditer(text):
-        ks = t.start()
-        if ks < last_key_end:
-            continue
-        while ks > 0 and text[ks - 1] in _KEY_CHARS:
-            ks -= 1
-        # "\nAPI_KEY" inside JSON: drop the escape's letter from the key
-        if ks > 0 and text[ks - 1] == "\\" and text[ks] in "nrt":
-            ks += 1
-        ke = t.end()
-        while ke < n and text[ke] in _KEY_CHARS:
-            ke += 1
-        last_key_end = ke
-        key = text[ks:ke].rstrip(".-")
-        ke = ks + len(key)
-        if not key or (ks > 0 and text[ks - 1] in "${"):  # $API_KEY is a reference, not an assignment
-            continue
-        info = _key_kind(key)
-        if info is None:
-            continue
-        kind, strong = info
-        sm = _KV_SEP.match(text, ke)
-        if sm is None:
-            continue
-        sep = sm.group("sep")
-        if not sep.strip():
-            # whitespace only: allowed for command-line flags (--password x)
-            if not key.startswith("-"):
-                continue
-        vs_pos = sm.end()
-        rv = _read_value(text, vs_pos)
-        if rv is None:
-            continue
-        vs, ve, quoted = rv
-        val = text[vs:ve]
-        if not val or val.startswith(_PH_PREFIX) or _is_placeholder(val):
-            continue
-        if "://" in val:  # a URL: the URL rule already dealt with any password in it
-            continue
-        if not quoted:
-            if sep.strip() in ("=", "==") and sep != sep.strip() and re.fullmatch(r"[A-Za-z_]\w*", val) \
-                    and not _has_digit(val):
-                continue  # code: `password = password_input`
-            if val in ("{", "[", "(") or val[0] in "{[(":
-                continue
-        if _is_pathlike(val):
-            continue
-        if strong:
-            if val.isdigit() and len(val) <= 4:
-                continue
-        else:
-            if not _looks_random(val):
-                continue
-        spans.append((vs, ve, kind))
-    if not spans:
-        return text
-    out: List[str] = []
-    prev = 0
-    for vs, ve, kind in spans:
-        if vs < prev:
-            continue
-        out.append(text[prev:vs])
-        out.append(placeholder(kind))
-        prev = ve
-        counter[0] += 1
-    out.append(text[prev:])
-    return "".join(out)
+def _kv_value_ok(text: str, kind: str, strong: bool, sep: str, vs: int, ve: int, quoted: bool) -> bool:
+    val = text[vs:ve]
+    if not val or _is_placeholder(val):
+        return False
+    if "://" in val:  # a URL: the URL rule has already dealt with any password in it
+        return False
+    if _is_pathlike(val):
+        return False
+    if not quoted:
+        if val[0] in "{[(":
+            return False
+        if _IDENT.fullmatch(val) and not _has_digit(val):
+            s = sep.strip()
+            # code, not a value: `password = password_input`, `apiKey: isLite ? a : b`, `token: token,`
+            if (s in ("=", "==") and sep != s) or _CODE_FOLLOW.match(text, ve) or (
+                    any(c.isupper() for c in val[1:]) and any(c.islower() for c in val)):
+                return False
+            if _PROSE_FOLLOW.match(text, ve) and val.islower():
+                return False  # prose: "the password: must be 8 chars"
+    if strong:
+        if val.isdigit() and len(val) <= 4:
+            return False
+        if kind != "password" and _WORDS_ONLY.fullmatch(val):
+            return False  # `apiKey: 'proxy-handled'`, `"validate:secrets": "node scripts/x.js"`
+        return True
+    return _looks_random(val)
+
+
+def _kv_span(text: str, ks: int, ke: int) -> Optional[Tuple[int, int, str]]:
+    """The value span to redact for the key text[ks:ke], if any."""
+    if ks > 0 and text[ks - 1] in "${":  # $API_KEY / ${API_KEY} are references, not assignments
+        return None
+    info = _key_kind(text[ks:ke])
+    if info is None:
+        return None
+    kind, strong = info
+    sm = _KV_SEP.match(text, ke)
+    if sm is None:
+        return None
+    sep = sm.group("sep")
+    if not sep.strip() and not text.startswith("-", ks):
+        return None  # whitespace as separator only for command-line flags (--password x)
+    rv = _read_value(text, sm.end())
+    if rv is None:
+        return None
+    vs, ve, quoted = rv
+    if not _kv_value_ok(text, kind, strong, sep, vs, ve, quoted):
+        return None
+    return vs, ve, kind
 
 
 # - name: DB_PASSWORD \n value: hunter2   (docker-compose / k8s / GitHub Actions env lists)
 _NAME_VALUE = re.compile(r"(?i:name)\\*[\"']?\s*[:=]\s*\\*[\"']?([A-Za-z0-9_.\-]{2,80})\\*[\"']?\s*,?"
-                         r"(?:\s|\\[nrt])*(?i:value)\\*[\"']?\s*[:=]\s*")
+                         r"(?:\s|\\[nrt])*-?\s*(?i:value)\\*[\"']?\s*[:=]\s*")
 
 
-def _name_value_pass(text: str, counter: List[int]) -> str:
+def _name_value_spans(text: str) -> List[Tuple[int, int, str]]:
     spans = []
     for m in _NAME_VALUE.finditer(text):
         info = _key_kind(m.group(1))
@@ -513,36 +579,39 @@ def _name_value_pass(text: str, counter: List[int]) -> str:
         rv = _read_value(text, m.end())
         if rv is None:
             continue
-        vs, ve, _ = rv
-        val = text[vs:ve]
-        if not val or _is_placeholder(val) or (not info[1] and not _looks_random(val)):
-            continue
-        spans.append((vs, ve, info[0]))
-    if not spans:
-        return text
-    out, prev = [], 0
-    for vs, ve, kind in spans:
-        out.append(text[prev:vs])
-        out.append(placeholder(kind))
-        prev = ve
-        counter[0] += 1
-    out.append(text[prev:])
-    return "".join(out)
+        vs, ve, quoted = rv
+        if _kv_value_ok(text, info[0], info[1], ":", vs, ve, quoted):
+            spans.append((vs, ve, info[0]))
+    return spans
 
 
 # ---------------------------------------------------------------------------
-# high-entropy tokens near a trigger word
+# high-entropy tokens after a trigger word
 # ---------------------------------------------------------------------------
 
-_ENT_TRIGGER = re.compile(r"(?<![a-z])(?i:secret|token(?!s|iz)|passw(?:or)?d|passwd|pwd|credentials?|"
-                          r"api[-_ ]?key|access[-_ ]?key|private[-_ ]?key|keys?|auth|passphrase|bearer)(?![a-rt-z])")
-_ENT_NEEDLES = ("ecret", "ECRET", "oken", "OKEN", "ass", "ASS", "wd", "WD", "redential", "REDENTIAL",
-                "ey", "EY", "uth", "UTH")
-_CANDIDATE = re.compile(r"(?:(?<=\\[nrt])|(?<![A-Za-z0-9+/_=\-\\]))[A-Za-z0-9+/_=\-]{20,}")
+_ENT_WORDS = frozenset(("secret", "secrets", "token", "password", "passwd", "pwd", "passphrase", "credential",
+                        "credentials", "creds", "key", "keys", "apikey", "auth", "bearer", "accesskey",
+                        "privatekey", "secretkey", "authtoken", "accesstoken", "apitoken"))
+_ENT_CACHE: Dict[str, bool] = {}
+_CANDIDATE = re.compile(r"[A-Za-z0-9+/_=\-]{20,}")
 _ENT_WINDOW = 48  # characters after the trigger word in which a token may start
 _ID_PREFIX = re.compile(r"(?:msg|toolu|call|req|resp|rs|fc|ws|run|file|chatcmpl|evt|org|proj|user|asst|thread|"
-                        r"batch|ft|ctx|sess|session|agent|task|step|item|srvtoolu|bdrk)[_\-]")
+                        r"batch|ft|ctx|sess|session|agent|task|step|item|srvtoolu|bdrk|cs|pi|ch|cus|sub|in|"
+                        r"price|prod|acct)[_\-]")
 _HEX_ISH = re.compile(r"[0-9a-fA-F\-]+")
+_SSH_PUBKEY = re.compile(r"AAAA[A-Z][0-9](?:NzaC1|VjZHNh)")  # ssh-rsa/ssh-ed25519/ssh-dss/ecdsa public key blobs
+_JSON_BOUNDARY = re.compile(r"\"\s*[,}\]]")
+
+
+def _is_ent_trigger(ident: str) -> bool:
+    hit = _ENT_CACHE.get(ident)
+    if hit is None:
+        parts = _key_parts(ident)
+        hit = any(p in _ENT_WORDS for p in parts) or "".join(parts[-2:]) in _ENT_WORDS
+        if len(_ENT_CACHE) > 4096:
+            _ENT_CACHE.clear()
+        _ENT_CACHE[ident] = hit
+    return hit
 
 
 def _entropy_candidate_ok(tok: str) -> bool:
@@ -552,6 +621,8 @@ def _entropy_candidate_ok(tok: str) -> bool:
     if _ID_PREFIX.match(core):
         return False
     if _HEX_ISH.fullmatch(core):  # SHAs, UUIDs, hashes: a hex string alone is not a secret
+        return False
+    if _SSH_PUBKEY.match(core) or "EXAMPLE" in core:  # public keys; AWS documentation examples
         return False
     if not _mixed3(core):
         return False
@@ -564,60 +635,116 @@ def _entropy_candidate_ok(tok: str) -> bool:
     return True
 
 
-def _entropy_pass(text: str, counter: List[int]) -> str:
-    spans: List[Tuple[int, int]] = []
-    scanned_to = 0
+def _entropy_spans(text: str, after: int, limit: int, out: List[Tuple[int, int, str]]) -> int:
+    """Candidates starting in [after, limit); returns how far the text was scanned."""
     n = len(text)
-    for t in _ENT_TRIGGER.finditer(text):
-        start = max(t.end(), scanned_to)
-        limit = t.end() + _ENT_WINDOW
-        if start >= limit:
-            continue
-        pos = start
-        while pos < limit:
-            c = _CANDIDATE.search(text, pos, min(n, limit + 600))
-            if c is None or c.start() >= limit:
-                break
-            tok = c.group(0)
-            # candidate must not be inside a redaction placeholder
-            if _entropy_candidate_ok(tok) and not text.startswith(_PH_PREFIX, max(0, c.start() - 10)):
-                spans.append((c.start(), c.end()))
-            pos = c.end()
-        scanned_to = max(scanned_to, pos, limit)
-    if not spans:
-        return text
-    out, prev = [], 0
-    for a, b in spans:
-        if a < prev:
-            continue
-        out.append(text[prev:a])
-        out.append(placeholder("high_entropy"))
-        prev = b
-        counter[0] += 1
-    out.append(text[prev:])
-    return "".join(out)
+    pos = after
+    while pos < limit:
+        c = _CANDIDATE.search(text, pos, min(n, limit + 600))
+        if c is None or c.start() >= limit:
+            break
+        a = c.start()
+        # never swallow the letter of a JSON escape (\n, \t) or go past a string boundary
+        if a > 0 and text[a - 1] == "\\" and text[a] in "nrt":
+            a += 1
+        if _JSON_BOUNDARY.search(text, after, a):
+            break
+        tok = text[a:c.end()]
+        if (a == 0 or not _alnum(text[a - 1]) or text[a - 2:a - 1] == "\\") and _entropy_candidate_ok(tok):
+            out.append((a, c.end(), "high_entropy"))
+        pos = c.end()
+    return max(pos, limit)
 
 
 # ---------------------------------------------------------------------------
 # public API
 # ---------------------------------------------------------------------------
 
+def _lower(text: str) -> str:
+    low = text.lower()
+    if len(low) != len(text):  # a few non-ASCII characters change length when lower-cased
+        low = text.translate(_ASCII_LOWER)
+    return low
+
+
+def _splice(text: str, spans: List[Tuple[int, int, str]], counter: List[int]) -> str:
+    spans.sort()
+    out: List[str] = []
+    prev = 0
+    for a, b, kind in spans:
+        if a < prev:
+            continue
+        if text.startswith(_PH_PREFIX, a):
+            continue
+        out.append(text[prev:a])
+        out.append(placeholder(kind))
+        prev = b
+        counter[0] += 1
+    out.append(text[prev:])
+    return "".join(out)
+
+
 def redact(text: str) -> Tuple[str, int]:
     """Replace every secret in text with [REDACTED:<kind>]; return (text, count)."""
     if not text:
         return text, 0
     counter = [0]
+    low = _lower(text)
+    present: Dict[str, bool] = {}
     for rule in _RULES:
-        for nd in rule.needles:
-            if nd in text:
-                text = _apply_rule(rule, text, counter)
-                break
-    if any(nd in text for nd in _KV_NEEDLES):
-        text = _kv_pass(text, counter)
-        if "alue" in text or "ALUE" in text:
-            text = _name_value_pass(text, counter)
-    if any(nd in text for nd in _ENT_NEEDLES):
-        text = _entropy_pass(text, counter)
+        if rule.gate:
+            for g in rule.gate:
+                hit = present.get(g)
+                if hit is None:
+                    hit = present[g] = g in low
+                if hit:
+                    break
+            else:
+                continue
+        if rule.rx.search(text) is None:
+            continue
+        before = counter[0]
+        text = _apply_rule(rule, text, counter)
+        if counter[0] != before:
+            low = _lower(text)
+            present.clear()
+
+    # key/value and entropy rules: one scan for trigger words
+    spans: List[Tuple[int, int, str]] = []
+    n = len(text)
+    last_ident_end = -1
+    ent_scanned = 0
+    for ts, te in _trigger_hits(low):
+        if ts < last_ident_end:
+            continue
+        ks = ts
+        while ks > 0 and text[ks - 1] in _IDENT_CHARS:
+            ks -= 1
+        if ks > 0 and text[ks - 1] == "\\" and text[ks] in "nrt":
+            ks += 1  # "\nAPI_KEY" inside JSON: the n belongs to the escape
+        ke = te
+        while ke < n and text[ke] in _IDENT_CHARS:
+            ke += 1
+        while ke > ks and text[ke - 1] in ".-":
+            ke -= 1
+        last_ident_end = ke
+        if ke <= ks or (ks >= 10 and text.startswith(_PH_PREFIX, ks - 10)):
+            continue  # nothing, or the kind inside one of our own placeholders
+        kv = _kv_span(text, ks, ke)
+        if kv is not None:
+            spans.append(kv)
+            last_ident_end = max(ke, kv[1])
+            ent_scanned = max(ent_scanned, kv[1])
+            continue
+        if _is_ent_trigger(text[ks:ke]):
+            start = max(ke, ent_scanned)
+            limit = ke + _ENT_WINDOW
+            if start < limit:
+                ent_scanned = _entropy_spans(text, start, limit, spans)
+    if "alue" in low:
+        spans.extend(_name_value_spans(text))
+    if spans:
+        text = _splice(text, spans, counter)
     return text, counter[0]
 
 
@@ -625,24 +752,21 @@ _PRIVATE_TAG = re.compile(r"(?:<|\\u003[cC])(/?)(?i:private)(?:>|\\u003[eE])")
 
 
 def strip_private(text: str) -> str:
-    """Remove <private>...</private> spans (nested, multi-line; unclosed runs to the end)."""
+    """Remove <private>...</private> spans (nested, multi-line; an unclosed one runs to the end)."""
     if "rivate" not in text and "RIVATE" not in text:
         return text
     out: List[str] = []
     depth = 0
     prev = 0
     for m in _PRIVATE_TAG.finditer(text):
-        closing = bool(m.group(1))
-        if not closing:
+        if not m.group(1):  # <private>
             if depth == 0:
                 out.append(text[prev:m.start()])
             depth += 1
+        elif depth == 0:  # stray </private>: drop the tag, keep the text
+            out.append(text[prev:m.start()])
+            prev = m.end()
         else:
-            if depth == 0:
-                # stray closing tag: drop the tag, keep the text
-                out.append(text[prev:m.start()])
-                prev = m.end()
-                continue
             depth -= 1
             if depth == 0:
                 prev = m.end()

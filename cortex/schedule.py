@@ -340,7 +340,8 @@ def format_report(r: dict) -> str:
             else:
                 lines.append("  %s %s (%s)" % ("+" if f["state"] == "added" else "~", f["path"], f["state"]))
         else:
-            lines.append("  %s %s (%s)" % ("-" if f["state"] == "removed" else "=", f["path"], f["state"]))
+            state = "would remove" if f["state"] == "removed" and r["dry_run"] else f["state"]
+            lines.append("  %s %s (%s)" % ("-" if f["state"] == "removed" else "=", f["path"], state))
     if act == "install":
         head = ("cortex schedule install: already installed; nothing changed" if not r["changed"]
                 else "cortex schedule install: %s %d file(s)" % (verb, sum(f["state"] != "unchanged" for f in r["files"])))
@@ -349,7 +350,7 @@ def format_report(r: dict) -> str:
                                                           sum(f["state"] == "removed" for f in r["files"]))
     lines.insert(0, head)
     if r["dry_run"]:
-        lines.append("dry run: nothing was written or run; to activate afterwards:")
+        lines.append("dry run: nothing was written or run; the commands %s would run:" % act)
         lines.extend("  " + c for c in r["commands"])
         return "\n".join(lines)
     if r["activation"] == "done":

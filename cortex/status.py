@@ -40,9 +40,25 @@ def status(home) -> dict:
                     "SELECT scope, scope_id, type, status, COUNT(*) FROM records GROUP BY 1,2,3,4"):
                 info["records"].setdefault("%s/%s" % (scope, scope_id), {}).setdefault(status_, {})[rtype] = n
             info["index"] = read_meta(con)
+            info["conflicts"] = _conflicts(con)
         finally:
             con.close()
     return info
+
+
+def _conflicts(con) -> list:
+    """Pairs of active records that contradict each other (a decision and a later rejection of it)."""
+    from .records import read
+    out = []
+    rows = con.execute("SELECT id, path, text FROM records WHERE status='active' AND type='rejected'").fetchall()
+    for rid, path, text in rows:
+        try:
+            rec = read(path)
+        except Exception:
+            continue
+        for other in rec.get("conflicts_with") or []:
+            out.append({"rejected": rid, "decision": other, "text": text[:120]})
+    return out
 
 
 def format_status(info: dict) -> str:
@@ -61,6 +77,8 @@ def format_status(info: dict) -> str:
     for scope, by_status in sorted(info["records"].items()):
         active = by_status.get("active", {})
         lines.append("records   %-40s %s" % (scope, " ".join("%s:%d" % kv for kv in sorted(active.items()))))
+    for c in info.get("conflicts") or []:
+        lines.append("conflict  %s rejects what %s decided: %s" % (c["rejected"], c["decision"], c["text"]))
     for f in info["failed"]:
         lines.append("failed    %s: %s" % (f["event"], f["reason"]))
     return "\n".join(lines)

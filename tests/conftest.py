@@ -28,6 +28,10 @@ if str(REPO) not in sys.path:
 
 from cortex.home import Home  # noqa: E402
 
+# Test modules import these helpers as `cortex_testkit`: a plain `import conftest` would be ambiguous once
+# another folder under tests/ (tests/e2e/) has its own conftest.py.
+sys.modules["cortex_testkit"] = sys.modules[__name__]
+
 # short name -> (fixture folder, main transcript file name, client)
 TRANSCRIPTS = {
     "cc-1.0.98": ("claude-code/cc-1.0.98-init-todowrite", "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", "claude-code"),
@@ -224,3 +228,37 @@ def config(**overrides) -> dict:
     """The default config with some session_start / ranking keys replaced."""
     from cortex.config import DEFAULTS, deep_merge
     return deep_merge(DEFAULTS, overrides)
+
+
+def append_turns(path, turns, start_ts="2025-09-03T01:00:00.000Z"):
+    """Append Claude Code lines to a copied transcript, cloned from the file's own last user and assistant
+    records (same sessionId, cwd, version), so the new lines have the real shape.  `turns` is a list of
+    ("user" | "assistant", text).  Timestamps count up one second from start_ts."""
+    import copy
+    import uuid
+    from datetime import datetime, timedelta
+    path = Path(path)
+    lines = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    proto = {}
+    for rec in lines:
+        if rec.get("type") == "user" and isinstance(rec.get("message", {}).get("content"), str) and not rec.get("isMeta"):
+            proto["user"] = rec
+        if rec.get("type") == "assistant" and not rec.get("isSidechain"):
+            proto["assistant"] = rec
+    parent = lines[-1].get("uuid")
+    t0 = datetime.fromisoformat(start_ts.replace("Z", "+00:00"))
+    out = []
+    for i, (role, text) in enumerate(turns):
+        rec = copy.deepcopy(proto[role])
+        rec["uuid"], rec["parentUuid"] = str(uuid.uuid4()), parent
+        rec["timestamp"] = (t0 + timedelta(seconds=i)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        if role == "user":
+            rec["message"]["content"] = text
+        else:
+            rec["message"]["id"] = "msg_test_%d_%s" % (i, uuid.uuid4().hex[:8])
+            rec["message"]["content"] = [{"type": "text", "text": text}]
+        parent = rec["uuid"]
+        out.append(json.dumps(rec, ensure_ascii=False))
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("\n".join(out) + "\n")
+    return path
