@@ -208,8 +208,19 @@ def _command_key(cmd: str) -> str:
     return cmd if FIXABLE_RE.search(cmd) else ""
 
 
+SUMMARY_TAIL_RE = re.compile(r"\n\s*(?:If you need specific details from before compaction|Please continue the "
+                             r"conversation from where we left|Continue the conversation from where it left off)")
+SUMMARY_HEAD_RE = re.compile(r"^\s*(?:This session is being continued from a previous conversation[^.]*\.\s*|"
+                             r"The summary below covers the earlier portion of the conversation\.\s*|"
+                             r"The conversation is summarized below:\s*|Summary:\s*)+", re.I)
+
+
 def summary_text(summary: str, limit: int) -> str:
-    """The part of a compaction summary worth carrying: current work and pending tasks when marked."""
+    """The part of a compaction summary worth carrying: current work and pending tasks when marked.
+    The client's instructions around it (where the transcript is, "continue without asking") are not memory."""
+    summary = re.sub(r"<system-reminder>.*?</system-reminder>", " ", summary, flags=re.S)
+    summary = SUMMARY_TAIL_RE.split(summary, 1)[0]
+    summary = SUMMARY_HEAD_RE.sub("", summary)
     wanted = []
     for heading in ("Current Work", "Pending Tasks", "Optional Next Step", "Next Step"):
         m = re.search(r"^\s*(?:#+\s*|\d+\.\s*)?\**%s\**:?\s*$(.*?)(?=^\s*(?:#+\s|\d+\.\s+\**[A-Z])|\Z)" % heading,

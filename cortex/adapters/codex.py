@@ -83,7 +83,7 @@ _CALL_ID = re.compile(rb'"call_id"\s*:\s*"([^"]*)"')
 # different spacing simply misses this shortcut and is decoded and ignored.
 _SKIP_LINE = re.compile(
     r'"type":"event_msg","payload":\{"type":"(?:token_count|agent_message|agent_reasoning|'
-    r'task_started|task_complete|context_compacted|web_search_end|turn_aborted|item_completed|'
+    r'task_complete|context_compacted|web_search_end|turn_aborted|'
     r'item_started|exec_command_begin|patch_apply_begin|mcp_tool_call_begin|mcp_tool_call_end)"')
 _decode = json.JSONDecoder().decode
 
@@ -357,9 +357,25 @@ class _State:
         """Prompts and tool outcomes.  agent_message / agent_reasoning duplicate response
         items; token_count, task_*, context_compacted and the rest carry no content."""
         typ = p.get("type")
+        if typ == "task_started":
+            self.turn_prompts = {"event": [], "item": []}
+        form = "event"
+        if typ == "item_completed" and isinstance(p.get("item"), dict) and p["item"].get("type") == "UserMessage":
+            # Codex 0.169 exec writes the prompt only as a completed UserMessage item
+            parts = p["item"].get("content") or []
+            text = "".join(c.get("text", "") for c in parts if isinstance(c, dict) and c.get("type") == "text")
+            p, typ, form = {"type": "user_message", "message": text}, "user_message", "item"
         if typ == "user_message":
             text = p.get("message") if isinstance(p.get("message"), str) else ""
             images = p.get("images") or p.get("local_images")
+            seen = getattr(self, "turn_prompts", None) or {"event": [], "item": []}
+            self.turn_prompts = seen
+            other = seen["item" if form == "event" else "event"]
+            if text and text in other:
+                other.remove(text)  # the same prompt written in both forms: count it once
+                return
+            if text:
+                seen[form].append(text)
             if p.get("kind") in ("user_instructions", "environment_context"):
                 # Older releases tagged injected blocks on the event itself.
                 self._add(INJECTED, ref, ts, text=text)

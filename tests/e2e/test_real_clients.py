@@ -227,8 +227,6 @@ def test_codex_memory_reaches_a_new_session(sandbox):
     assert not body_has(sb.openai.model_requests(mark), decision_text(m))
 
 
-@pytest.mark.xfail(strict=False, reason="Codex 0.169 writes the prompt as event_msg item_completed/UserMessage "
-                                        "(no event_msg user_message); cortex/adapters/codex.py does not read it yet")
 def test_codex_prompt_tag_is_kept(sandbox):
     """A [MEMORY: …] line the user writes in a Codex prompt becomes a record."""
     sb = sandbox
