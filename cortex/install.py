@@ -26,7 +26,7 @@ import sys
 import time
 
 CLIENTS = ("claude-code", "codex", "gemini")
-HOOK_SCRIPTS = ("cortex-session-start", "cortex-pre-compact", "cortex-stop")
+HOOK_SCRIPTS = ("cortex-session-start", "cortex-pre-compact", "cortex-stop", "cortex-prompt")
 
 # (event, matcher or None, script, timeout) per client.  Timeouts are in the client's own unit.
 #  * Claude Code: seconds.  SessionStart 10 s (it reads the index; it normally takes a fraction of a
@@ -40,18 +40,21 @@ HOOKS = {
         ("PreCompact", None, "cortex-pre-compact", 5),
         ("Stop", None, "cortex-stop", 5),
         ("SessionEnd", None, "cortex-stop", 5),
+        ("UserPromptSubmit", None, "cortex-prompt", 5),
     ),
     "codex": (
         ("SessionStart", None, "cortex-session-start", 10),
         ("PreCompact", None, "cortex-pre-compact", 5),
         ("Stop", None, "cortex-stop", 5),
         ("SessionEnd", None, "cortex-stop", 3),
+        ("UserPromptSubmit", None, "cortex-prompt", 5),
     ),
     "gemini": (
         ("SessionStart", None, "cortex-session-start", 10000),
         ("PreCompress", None, "cortex-pre-compact", 5000),
         ("AfterAgent", None, "cortex-stop", 5000),
         ("SessionEnd", None, "cortex-stop", 5000),
+        ("BeforeAgent", None, "cortex-prompt", 5000),
     ),
 }
 TIMEOUT_UNIT = {"claude-code": "s", "codex": "s", "gemini": "ms"}

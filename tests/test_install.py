@@ -89,11 +89,12 @@ def test_claude_code_fresh_install_shape(proj):
     assert rc == 0
     data = load(cc_settings(proj))
     assert list(data) == ["hooks"]
-    assert list(data["hooks"]) == ["SessionStart", "PreCompact", "Stop", "SessionEnd"]
+    assert list(data["hooks"]) == ["SessionStart", "PreCompact", "Stop", "SessionEnd", "UserPromptSubmit"]
     ss = data["hooks"]["SessionStart"]
     assert len(ss) == 1 and ss[0]["matcher"] == "startup|resume|clear|compact"
     for event, script, timeout in (("SessionStart", "cortex-session-start", 10), ("PreCompact", "cortex-pre-compact", 5),
-                                   ("Stop", "cortex-stop", 5), ("SessionEnd", "cortex-stop", 5)):
+                                   ("Stop", "cortex-stop", 5), ("SessionEnd", "cortex-stop", 5),
+                                   ("UserPromptSubmit", "cortex-prompt", 5)):
         groups = data["hooks"][event]
         assert len(groups) == 1 and len(groups[0]["hooks"]) == 1
         h = groups[0]["hooks"][0]
@@ -105,7 +106,7 @@ def test_claude_code_fresh_install_shape(proj):
         if event != "SessionStart":
             assert "matcher" not in groups[0]
     # one line per hook added
-    assert out.out.count("\n  + ") == 4 and "changed %s" % cc_settings(proj) in out.out
+    assert out.out.count("\n  + ") == 5 and "changed %s" % cc_settings(proj) in out.out
     assert "SessionEnd: " in out.out and "(timeout 5 s)" in out.out
 
 
@@ -177,10 +178,10 @@ def test_dry_run_writes_nothing(proj):
     rc, out = run_cli("install", "claude-code", "--project", str(proj), "--dry-run")
     assert rc == 0
     assert not cc_settings(proj).exists() and not (proj / ".claude").exists()
-    assert out.out.count("\n  + ") == 4 and "dry run: nothing was written" in out.out
+    assert out.out.count("\n  + ") == 5 and "dry run: nothing was written" in out.out
     rc, out = run_cli("install", "claude-code", "--project", str(proj), "--dry-run", "--json")
     rep = json.loads(out.out)
-    assert rep["dry_run"] and rep["changed"] and len(rep["changes"]) == 4
+    assert rep["dry_run"] and rep["changed"] and len(rep["changes"]) == 5
     assert install.is_cortex_handler(rep["settings"]["hooks"]["Stop"][0]["hooks"][0])
     assert not cc_settings(proj).exists()
 
@@ -220,7 +221,7 @@ def test_uninstall_removes_exactly_ours(proj):
     path.write_text(json.dumps(data))
     rc, out = run_cli("uninstall", "claude-code", "--project", str(proj))
     assert rc == 0
-    assert out.out.count("\n  - ") == 4
+    assert out.out.count("\n  - ") == 5
     after = load(path)
     assert after["statusLine"] == theirs["statusLine"]
     assert after["hooks"]["Stop"] == theirs["hooks"]["Stop"]
@@ -358,7 +359,7 @@ def test_codex_install(tmp_path, monkeypatch):
     assert rc == 0
     path = tmp_path / "codex home" / "hooks.json"
     data = load(path)
-    assert sorted(data["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "Stop"]
+    assert sorted(data["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
     timeouts = {ev: handlers(data, ev)[0]["timeout"] for ev in data["hooks"]}
     assert timeouts["SessionEnd"] <= 3 and timeouts["SessionStart"] == 10
     assert all(handlers(data, ev)[0]["command"].endswith("--client codex") for ev in data["hooks"])
@@ -386,7 +387,8 @@ def test_gemini_install(proj):
     data = load(path)
     assert data["theme"] == "GitHub" and data["hooks"]["enabled"] is True
     expect = {"SessionStart": ("cortex-session-start", 10000), "PreCompress": ("cortex-pre-compact", 5000),
-              "AfterAgent": ("cortex-stop", 5000), "SessionEnd": ("cortex-stop", 5000)}
+              "AfterAgent": ("cortex-stop", 5000), "SessionEnd": ("cortex-stop", 5000),
+              "BeforeAgent": ("cortex-prompt", 5000)}
     for ev, (script, ms) in expect.items():
         (h,) = handlers(data, ev)
         assert h["timeout"] == ms and h["name"] == script and h["type"] == "command"
@@ -410,7 +412,7 @@ def test_json_report(proj):
     rc, out = run_cli("install", "codex", "--project", str(proj), "--json")
     rep = json.loads(out.out)
     assert rc == 0 and rep["client"] == "codex" and rep["action"] == "install" and rep["changed"]
-    assert [c["op"] for c in rep["changes"]] == ["add"] * 4 and "settings" not in rep
+    assert [c["op"] for c in rep["changes"]] == ["add"] * 5 and "settings" not in rep
     rc, out = run_cli("install", "codex", "--project", str(proj), "--json")
     assert json.loads(out.out)["changed"] is False
 
