@@ -174,8 +174,8 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
         if conf < ctx.keyword_min_confidence:
             continue
         text = clean_sentence(original, ctx.max_chars)
-        if len(text.split()) < 4:
-            continue
+        if len(text.split()) < 6 or text.rstrip().endswith(":"):
+            continue  # a fragment, or an intro to a list/code that follows: the content is elsewhere
         out.append(Candidate(rtype, text, conf, "keyword", entry.ref, at, salience=0.6))
     return out
 
@@ -221,15 +221,27 @@ def summary_text(summary: str, limit: int) -> str:
     summary = re.sub(r"<system-reminder>.*?</system-reminder>", " ", summary, flags=re.S)
     summary = SUMMARY_TAIL_RE.split(summary, 1)[0]
     summary = SUMMARY_HEAD_RE.sub("", summary)
+    m = re.search(r"^\s*Summary:\s*$", summary, re.M)
+    if m:  # Claude's summaries think aloud under "Analysis:" first; the summary proper follows
+        summary = summary[m.end():]
+    summary = re.sub(r"<analysis>.*?</analysis>", " ", summary, flags=re.S)
     wanted = []
     for heading in ("Current Work", "Pending Tasks", "Optional Next Step", "Next Step"):
-        m = re.search(r"^\s*(?:#+\s*|\d+\.\s*)?\**%s\**:?\s*$(.*?)(?=^\s*(?:#+\s|\d+\.\s+\**[A-Z])|\Z)" % heading,
-                      summary, re.M | re.S | re.I)
+        m = re.search(r"^\s*(?:#+\s*)?(?:\d+\.\s*)?\**%s\**:?\**\s*$(.*?)(?=^\s*(?:#{1,2}\s|\d+\.\s+\**[A-Z][a-z]+ "
+                      r"[A-Z]?[a-z]*:?\**\s*$)|\Z)" % heading, summary, re.M | re.S | re.I)
         if m and m.group(1).strip():
             wanted.append("%s: %s" % (heading, re.sub(r"\s+", " ", m.group(1)).strip()))
     text = " | ".join(wanted) if wanted else re.sub(r"\s+", " ", summary).strip()
     text = re.sub(r"^This session is being continued from a previous conversation[^.]*\.\s*", "", text)
     return clean_sentence(text, limit)
+
+
+PLACEHOLDER_RE = re.compile(r"\[REDACTED[^\]]*\]|\[[A-Z_]+ len=\d+[^\]]*\]")
+
+
+def has_content(text: str, min_letters: int = 12) -> bool:
+    """False for text that is only placeholders (redacted upstream) or punctuation."""
+    return sum(c.isalpha() for c in PLACEHOLDER_RE.sub("", text)) >= min_letters
 
 
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
@@ -254,7 +266,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             continue
         if e.kind == B.USER:
             out.extend(tag_candidates(e, ctx, at))
-            if not e.sidechain and len(e.text.strip()) >= 8:
+            if not e.sidechain and len(e.text.strip()) >= 8 and has_content(e.text, 4):
                 st["last_prompt"] = {"text": clean_sentence(e.text, 200), "ref": e.ref, "at": at}
                 new_activity = True
         elif e.kind == B.ASSISTANT:
@@ -317,4 +329,4 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              max(lp["at"] if lp else "", last_at), files=edited[-20:],
                              key="progress:%s" % ctx.session, replace=True, salience=0.5))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at)
-    return out, st
+    return [c for c in out if c.type in ("plan", "progress") or has_content(c.text)], st
