@@ -210,6 +210,7 @@ class RecordStore:
                 rec["related"] = sorted(set(rec.get("related") or ()) | set(cand["related"]) - {rec["id"]})
             if rec.get("status") == "archived":
                 rec["status"] = "active"  # seen again: it matters after all
+                rec.pop("archived_at", None)
             action = "merged"
             rec["tokens"] = self._tokens(rec["text"])
             if dump(rec) == before:

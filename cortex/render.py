@@ -3,6 +3,7 @@ import re
 import time
 
 SECTIONS = (
+    ("pinned", "Pinned"),
     ("resume", "Where you left off"),
     ("decisions", "Decisions and rejected approaches"),
     ("knowledge", "Knowledge and gotchas"),
@@ -142,7 +143,12 @@ def render(kept: list, project: str, cfg: dict, now: float = None):
 def _assemble(lines, project):
     groups = {key: [] for key, _ in SECTIONS}
     for rec, line in lines:
-        sec = "resume" if rec.get("_resume") or rec["type"] in ("plan", "todo") else SECTION_OF.get(rec["type"], "knowledge")
+        if rec.get("pinned"):
+            sec = "pinned"
+        elif rec.get("_resume") or rec["type"] in ("plan", "todo"):
+            sec = "resume"
+        else:
+            sec = SECTION_OF.get(rec["type"], "knowledge")
         groups[sec].append(line)
     out = [HEADER.format(project=safe_text(project).replace('"', ""))]
     for key, title in SECTIONS:
