@@ -242,12 +242,16 @@ def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) 
         return []
     con = connect(home.index_db, readonly=True)
     try:
-        rows = con.execute("SELECT id, type, status, confidence, pinned, times, path FROM records "
+        rows = con.execute("SELECT id, type, status, confidence, pinned, times, path, scope_id FROM records "
                            "WHERE status IN ('active','archived')").fetchall()
+        activity = {sid: t for sid, t in _scope_activity(con)}
     finally:
         con.close()
     actions = []
-    for rid, rtype, status, conf, pinned, times_json, path in rows:
+    wall = now
+    for rid, rtype, status, conf, pinned, times_json, path, scope_id in rows:
+        # decay follows the scope's activity, not the calendar (see rank.activity_time)
+        now = min(wall, activity.get(scope_id, wall))
         rec = {"id": rid, "type": rtype, "confidence": conf, "pinned": bool(pinned), "times": json.loads(times_json or "[]")}
         if status == "active":
             hl = mem["half_life_days"].get(rtype)
@@ -279,6 +283,15 @@ def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) 
                     os.unlink(path)
                     store.changed.add(rid)
     return actions
+
+
+def _scope_activity(con):
+    latest = {}
+    for sid, times in con.execute("SELECT scope_id, times FROM records"):
+        t = json.loads(times or "[]")
+        if t:
+            latest[sid] = max(latest.get(sid, 0), max(t))
+    return latest.items()
 
 
 def _archive(rec: dict, when: str) -> bool:

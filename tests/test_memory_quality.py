@@ -225,18 +225,33 @@ def test_decay_by_type_and_archive_after_the_documented_time(env):
     assert effective_confidence(old, now, mem, never) < 0.01 < effective_confidence(fresh, now, mem, never)
     assert effective_confidence(decision, now, mem, never) == 0.7
     assert effective_confidence(used, now, mem, never) > effective_confidence(old, now, mem, never)
-    # a real record from a session a month ago: lifecycle archives it, a dry run only reports it
+    # a session a month ago, alone: the project has been idle, so its memory stays as it was
     s1 = Session(root, project, "s1", now - 40 * 86400)
     s1.user("Tidy the build scripts please.")
     s1.tool("Edit", file_path=os.path.join(project, "build.sh"), old_string="a", new_string="b")
     s1.stop(home)
-    normalize.run(home, now=now - 40 * 86400 + 3600)
+    normalize.run(home, now=now)
     store = RecordStore(home.records)
+    assert lifecycle(home, store, cfg, now=now, dry_run=True) == []
+    # the project moves on without it: the month-old progress record fades into the archive
+    s2 = Session(root, project, "s2", now - 3600)
+    s2.user("Now add the release notes generator.")
+    s2.tool("Write", file_path=os.path.join(project, "notes.py"), content="x")
+    s2.stop(home)
+    normalize.run(home, now=now)
+    status = {r["id"]: (r["status"], r["text"]) for r in records(home)}
+    old_id = next(i for i, (_, t) in status.items() if "build scripts" in t)
+    assert status[old_id][0] == "archived"  # the normalizer runs the lifecycle itself
+    assert all(st == "active" for i, (st, _) in status.items() if i != old_id)
+    # a dry run shows what would change and changes nothing
+    store.update(old_id, lambda r: r.update(status="active", archived_at=None) or True)
+    from cortex import config as config_mod, indexer
+    indexer.update_index(home, config_mod.load(home, fast=False), {old_id}, set())
     planned = lifecycle(home, store, cfg, now=now, dry_run=True)
-    assert [a for _, a, _ in planned] == ["archive"]
-    assert records(home)[0]["status"] == "active"
-    done = lifecycle(home, store, cfg, now=now)
-    assert done == planned and records(home)[0]["status"] == "archived"
+    assert [(i, a) for i, a, _ in planned] == [(old_id, "archive")]
+    assert {r["id"]: r["status"] for r in records(home)}[old_id] == "active"
+    assert lifecycle(home, store, cfg, now=now) == planned
+    assert {r["id"]: r["status"] for r in records(home)}[old_id] == "archived"
     assert lifecycle(home, store, cfg, now=now) == []  # idempotent
 
 
