@@ -6,6 +6,7 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   terms        term -> document frequency
   sessions     session id -> records it produced (for SessionStart after compaction)
   candidates   per scope, the records pre-ranked by the normalizer for session start
+  candidates_ranked  per scope, when its candidates were last ranked over the whole scope
   meta         corpus statistics (document count, total length, idf sum) and build info
 
 BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
@@ -36,6 +37,7 @@ CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WIT
 CREATE TABLE IF NOT EXISTS sessions(session TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(session, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS candidates(scope_id TEXT NOT NULL, rank INTEGER NOT NULL, id TEXT NOT NULL,
   PRIMARY KEY(scope_id, rank)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 """
 
@@ -86,6 +88,24 @@ def activation_times(rec: dict) -> list:
     return sorted(iso_to_epoch(t) for t in list(rec.get("seen") or [rec.get("created")]) + list(rec.get("used") or []))
 
 
+INSERT_RECORD = "INSERT INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+
+
+def record_sessions(rec: dict) -> list:
+    return sorted({p.get("session") for p in rec.get("provenance") or [] if p.get("session")})
+
+
+def record_row(rec: dict, path: str, doclen: int, sessions: list) -> tuple:
+    """The `records` row of a record (its ranking fields, activation times, file path, BM25 length)."""
+    return (rec["id"], rec["scope"], rec["scope_id"], rec.get("project"), rec["type"], rec.get("status", "active"),
+            rec["text"], float(rec.get("confidence", 0.5)), float(rec.get("salience", 0.5)),
+            1 if rec.get("pinned") else 0, int(rec.get("priority", 0) or 0), rec.get("created"), rec.get("updated"),
+            json.dumps(activation_times(rec)), int(rec.get("tokens", 0) or 0), json.dumps(rec.get("files") or []),
+            rec.get("branch"), json.dumps(rec.get("plan")) if rec.get("plan") is not None else None,
+            json.dumps(sessions), path, doclen,
+            json.dumps(rec["file_state"], sort_keys=True) if rec.get("file_state") else None)
+
+
 class Index:
     def __init__(self, path: str):
         self.path = path
@@ -107,16 +127,8 @@ class Index:
         self._remove(rec["id"])
         toks = tokenize(index_text(rec))
         tf = Counter(toks)
-        sessions = sorted({p.get("session") for p in rec.get("provenance") or [] if p.get("session")})
-        self.con.execute(
-            "INSERT INTO records VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (rec["id"], rec["scope"], rec["scope_id"], rec.get("project"), rec["type"], rec.get("status", "active"),
-             rec["text"], float(rec.get("confidence", 0.5)), float(rec.get("salience", 0.5)),
-             1 if rec.get("pinned") else 0, int(rec.get("priority", 0) or 0), rec.get("created"), rec.get("updated"),
-             json.dumps(activation_times(rec)), int(rec.get("tokens", 0) or 0), json.dumps(rec.get("files") or []),
-             rec.get("branch"), json.dumps(rec.get("plan")) if rec.get("plan") is not None else None,
-             json.dumps(sessions), path, len(toks),
-             json.dumps(rec["file_state"], sort_keys=True) if rec.get("file_state") else None))
+        sessions = record_sessions(rec)
+        self.con.execute(INSERT_RECORD, record_row(rec, path, len(toks), sessions))
         if tf:
             self.con.executemany("INSERT INTO postings VALUES(?,?,?)", [(t, rec["id"], n) for t, n in tf.items()])
             self.con.executemany("INSERT INTO terms VALUES(?,1) ON CONFLICT(term) DO UPDATE SET df=df+1",
@@ -135,10 +147,7 @@ class Index:
         con = self.con
         con.execute("DELETE FROM terms WHERE df<=0")
         n, total = con.execute("SELECT COUNT(*), COALESCE(SUM(doclen),0) FROM records").fetchone()
-        idf_sum, vocab = 0.0, 0
-        for (df,) in con.execute("SELECT df FROM terms"):
-            idf_sum += math.log(n - df + 0.5) - math.log(df + 0.5)
-            vocab += 1
+        idf_sum, vocab = corpus_idf_sum(con, n)
         meta = {"schema": SCHEMA_VERSION, "N": n, "total_len": total, "idf_sum": idf_sum, "vocab": vocab}
         if built_at:
             meta["built_at"] = built_at
@@ -150,6 +159,17 @@ class Index:
 
     def commit(self):
         self.con.commit()
+
+
+def corpus_idf_sum(con, n: int):
+    """(sum of every term's idf, number of terms), the average idf rank_bm25's epsilon floor needs.
+    Terms are grouped by document frequency in SQL, so this costs one pass in C over the terms table
+    and one log per distinct df (a few hundred), not one Python step per term."""
+    idf_sum, vocab = 0.0, 0
+    for df, count in con.execute("SELECT df, COUNT(*) FROM terms GROUP BY df"):
+        idf_sum += count * (math.log(n - df + 0.5) - math.log(df + 0.5))
+        vocab += count
+    return idf_sum, vocab
 
 
 def read_meta(con) -> dict:

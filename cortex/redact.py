@@ -321,29 +321,54 @@ _RULES: List[_Rule] = [
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
 
+def _clip(text: str, a: int, b: int) -> Tuple[int, int]:
+    """Shrink [a, b) so that it overlaps none of our own placeholders.
+
+    A later rule may match across an earlier placeholder, e.g. `-u user:pass` over
+    `-u [REDACTED:github_token]:hunter2`; only the part after it is still a secret.
+    """
+    while True:
+        p = text.rfind(_PH_PREFIX, max(0, a - 48), a + 1)
+        if p < 0:
+            break
+        q = text.find("]", p)
+        if q < a:
+            break
+        a = q + 1
+        if a < b and text[a] not in ":@":
+            return a, a  # glued to the placeholder, not a user:password pair
+        while a < b and text[a] in ":@":
+            a += 1
+    p = text.find(_PH_PREFIX, a, b)
+    if p >= 0:
+        b = p
+    return a, b
+
+
 def _apply_rule(rule: _Rule, text: str, counter: List[int]) -> str:
     g = rule.group
     kind = rule.kind
     check = rule.check
     lb = rule.lb
     is_url = kind == "url_password"
+    has_ph = _PH_PREFIX in text
 
     def repl(m: "re.Match[str]") -> str:
-        val = m.group(g)
-        if val.startswith(_PH_PREFIX):
-            return m.group(0)
         start = m.start()
-        if lb and not _lb_ok(text, start):
-            return m.group(0)
-        if is_url and not _SCHEME_TAIL.search(text, max(0, start - 31), start):
-            return m.group(0)
-        if check is not None and not check(val):
-            return m.group(0)
-        counter[0] += 1
-        if g == 0:
-            return placeholder(kind)
         whole = m.group(0)
         a, b = m.span(g)
+        if has_ph:
+            a, b = _clip(text, a, b)
+            if a >= b:
+                return whole
+        val = text[a:b]
+        if lb and not _lb_ok(text, start):
+            return whole
+        if is_url and not _SCHEME_TAIL.search(text, max(0, start - 31), start):
+            return whole
+        if check is not None and not check(val):
+            return whole
+        counter[0] += 1
         return whole[: a - start] + placeholder(kind) + whole[b - start:]
 
     return rule.rx.sub(repl, text)
@@ -459,6 +484,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _CODE_FOLLOW = re.compile(r"[ \t]*(?:[?,;)}|&+*/(.]|\\n\s*[.?])")
 _PROSE_FOLLOW = re.compile(r"[ \t]+[a-z]{2,}\b")
 _CLOSERS: Dict[str, "re.Pattern[str]"] = {}
+_BRACKET = re.compile(r"[()\[\]{}<>|]")
 
 
 def _closer(open_seq: str) -> "re.Pattern[str]":
@@ -542,8 +568,11 @@ def _kv_value_ok(text: str, kind: str, strong: bool, sep: str, vs: int, ve: int,
     return _looks_random(val)
 
 
-def _kv_span(text: str, ks: int, ke: int) -> Optional[Tuple[int, int, str]]:
-    """The value span to redact for the key text[ks:ke], if any."""
+def _kv_span(text: str, ks: int, ke: int) -> Optional[Tuple[int, int, str, bool]]:
+    """(start, end, kind, redact?) of the value of the key text[ks:ke], if it holds a secret.
+
+    redact? is False when the value is already one of our placeholders (a second pass).
+    """
     if ks > 0 and text[ks - 1] in "${":  # $API_KEY / ${API_KEY} are references, not assignments
         return None
     info = _key_kind(text[ks:ke])
@@ -560,9 +589,21 @@ def _kv_span(text: str, ks: int, ke: int) -> Optional[Tuple[int, int, str]]:
     if rv is None:
         return None
     vs, ve, quoted = rv
+    if text.startswith(_PH_PREFIX, vs):
+        return vs, text.find("]", vs) + 1, kind, False
+    p = text.find(_PH_PREFIX, vs, ve)
+    if p >= 0:
+        ve = p  # never swallow one of our own placeholders
+    if not strong and not quoted:
+        # a token has no brackets: `f(token=abc123)x` -> the value is abc123
+        m = _BRACKET.search(text, vs, ve)
+        if m is not None:
+            if m.group(0) in "([{<":
+                return None  # a call or subscript: `token = Base.url_encode64(...)`, code not a value
+            ve = m.start()
     if not _kv_value_ok(text, kind, strong, sep, vs, ve, quoted):
         return None
-    return vs, ve, kind
+    return vs, ve, kind, True
 
 
 # - name: DB_PASSWORD \n value: hunter2   (docker-compose / k8s / GitHub Actions env lists)
@@ -580,6 +621,9 @@ def _name_value_spans(text: str) -> List[Tuple[int, int, str]]:
         if rv is None:
             continue
         vs, ve, quoted = rv
+        p = text.find(_PH_PREFIX, vs, ve)
+        if p >= 0:
+            ve = p
         if _kv_value_ok(text, info[0], info[1], ":", vs, ve, quoted):
             spans.append((vs, ve, info[0]))
     return spans
@@ -594,7 +638,8 @@ _ENT_WORDS = frozenset(("secret", "secrets", "token", "password", "passwd", "pwd
                         "privatekey", "secretkey", "authtoken", "accesstoken", "apitoken"))
 _ENT_CACHE: Dict[str, bool] = {}
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_=\-]{20,}")
-_ENT_WINDOW = 48  # characters after the trigger word in which a token may start
+_ENT_GAP = 48  # a token may start this many characters after the trigger word (or the previous token)
+_ENT_HOPS = 4  # and at most this many tokens follow one trigger word
 _ID_PREFIX = re.compile(r"(?:msg|toolu|call|req|resp|rs|fc|ws|run|file|chatcmpl|evt|org|proj|user|asst|thread|"
                         r"batch|ft|ctx|sess|session|agent|task|step|item|srvtoolu|bdrk|cs|pi|ch|cus|sub|in|"
                         r"price|prod|acct)[_\-]")
@@ -635,25 +680,47 @@ def _entropy_candidate_ok(tok: str) -> bool:
     return True
 
 
-def _entropy_spans(text: str, after: int, limit: int, out: List[Tuple[int, int, str]]) -> int:
-    """Candidates starting in [after, limit); returns how far the text was scanned."""
+def _entropy_chain(text: str, start: int, out: List[Tuple[int, int, str]]) -> None:
+    """Redact random-looking tokens that follow a trigger word closely.
+
+    The window is a chain: an item (a token redacted here, or one of our own
+    placeholders) may start at most _ENT_GAP characters after the previous item
+    (the trigger word first), up to _ENT_HOPS items.  Measuring from item to
+    item, rather than a fixed distance from the trigger, keeps the result the
+    same on a second pass, when the tokens have become placeholders of another
+    length.
+    """
     n = len(text)
-    pos = after
-    while pos < limit:
+    item_end = start   # end of the last item: the gap is measured from here
+    pos = start        # where to look next
+    hops = 0
+    while hops < _ENT_HOPS:
+        limit = item_end + _ENT_GAP
+        if pos >= limit:
+            break
         c = _CANDIDATE.search(text, pos, min(n, limit + 600))
+        p = text.find(_PH_PREFIX, pos, limit)
+        if p >= 0 and (c is None or p < c.start()):
+            if _JSON_BOUNDARY.search(text, item_end, p):
+                break
+            q = text.find("]", p)
+            item_end = pos = (q + 1) if q >= 0 else p + len(_PH_PREFIX)
+            hops += 1
+            continue
         if c is None or c.start() >= limit:
             break
         a = c.start()
-        # never swallow the letter of a JSON escape (\n, \t) or go past a string boundary
+        # never swallow the letter of a JSON escape (\n, \t), never cross a JSON string boundary
         if a > 0 and text[a - 1] == "\\" and text[a] in "nrt":
             a += 1
-        if _JSON_BOUNDARY.search(text, after, a):
+        if _JSON_BOUNDARY.search(text, item_end, a):
             break
         tok = text[a:c.end()]
         if (a == 0 or not _alnum(text[a - 1]) or text[a - 2:a - 1] == "\\") and _entropy_candidate_ok(tok):
             out.append((a, c.end(), "high_entropy"))
+            item_end = c.end()
+            hops += 1
         pos = c.end()
-    return max(pos, limit)
 
 
 # ---------------------------------------------------------------------------
@@ -709,11 +776,29 @@ def redact(text: str) -> Tuple[str, int]:
             low = _lower(text)
             present.clear()
 
-    # key/value and entropy rules: one scan for trigger words
+    # key/value rule, then the entropy rule over the text with the key/value placeholders in place
+    for _ in range(3):
+        kv_spans, idents = _scan_idents(text, low)
+        if not kv_spans:
+            break
+        text = _splice(text, kv_spans, counter)
+        low = _lower(text)
+    else:
+        _, idents = _scan_idents(text, low)
     spans: List[Tuple[int, int, str]] = []
+    for ks, ke in idents:
+        _entropy_chain(text, ke, spans)
+    if spans:
+        text = _splice(text, spans, counter)
+    return text, counter[0]
+
+
+def _scan_idents(text: str, low: str) -> Tuple[List[Tuple[int, int, str]], List[Tuple[int, int]]]:
+    """One pass over the trigger words: (key/value spans to redact, entropy trigger words)."""
+    spans: List[Tuple[int, int, str]] = []
+    idents: List[Tuple[int, int]] = []
     n = len(text)
     last_ident_end = -1
-    ent_scanned = 0
     for ts, te in _trigger_hits(low):
         if ts < last_ident_end:
             continue
@@ -732,20 +817,15 @@ def redact(text: str) -> Tuple[str, int]:
             continue  # nothing, or the kind inside one of our own placeholders
         kv = _kv_span(text, ks, ke)
         if kv is not None:
-            spans.append(kv)
-            last_ident_end = max(ke, kv[1])
-            ent_scanned = max(ent_scanned, kv[1])
-            continue
+            vs, ve, kind, todo = kv
+            if todo:
+                spans.append((vs, ve, kind))
+            last_ident_end = max(ke, ve)
         if _is_ent_trigger(text[ks:ke]):
-            start = max(ke, ent_scanned)
-            limit = ke + _ENT_WINDOW
-            if start < limit:
-                ent_scanned = _entropy_spans(text, start, limit, spans)
+            idents.append((ks, ke))
     if "alue" in low:
         spans.extend(_name_value_spans(text))
-    if spans:
-        text = _splice(text, spans, counter)
-    return text, counter[0]
+    return spans, idents
 
 
 _PRIVATE_TAG = re.compile(r"(?:<|\\u003[cC])(/?)(?i:private)(?:>|\\u003[eE])")

@@ -6,12 +6,15 @@ without the client variables (CLAUDECODE, CODEX_*, GEMINI_*) that would change c
 """
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,10 +38,12 @@ sys.modules["cortex_testkit"] = sys.modules[__name__]
 # short name -> (fixture folder, main transcript file name, client)
 TRANSCRIPTS = {
     "cc-1.0.98": ("claude-code/cc-1.0.98-init-todowrite", "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", "claude-code"),
-    "cc-1.0.108": ("claude-code/cc-1.0.108-task-multiedit", "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", "claude-code"),
+    "cc-1.0.108": ("claude-code/cc-1.0.108-task-multiedit", "5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
+                   "claude-code"),
     "cc-2.0.64": ("claude-code/cc-2.0.64-sidechain-agent-files", "4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl",
                   "claude-code"),
-    "cc-2.0.76": ("claude-code/cc-2.0.76-compact-boundary", "624a4a58-b34c-462d-a70d-13421c8125a8.jsonl", "claude-code"),
+    "cc-2.0.76": ("claude-code/cc-2.0.76-compact-boundary", "624a4a58-b34c-462d-a70d-13421c8125a8.jsonl",
+                  "claude-code"),
     "cc-2.1.4": ("claude-code/cc-2.1.4-summary-lines", "9eda1058-9706-484a-b992-d03f9cfa2546.jsonl", "claude-code"),
     "cc-2.1.39": ("claude-code/cc-2.1.39-hooks-compaction-subagents", "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl",
                   "claude-code"),
@@ -123,12 +128,82 @@ def popen_bin(script: str, *args, home=None, env=None, cwd=None, stdin=subproces
 
 # ----------------------------------------------------------------------------------------- transcripts and events
 
-def copy_fixture(name: str, dest) -> Path:
-    """Copy a fixture's folder (with its subagent / companion files) under dest; returns the main transcript."""
+_ISO_Z = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?Z$")
+
+
+def _iso_epoch(s: str):
+    m = _ISO_Z.match(s)
+    return calendar.timegm(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")) if m else None
+
+
+def _shift(obj, delta: int):
+    if isinstance(obj, dict):
+        return {k: _shift(v, delta) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_shift(v, delta) for v in obj]
+    if isinstance(obj, str):
+        m = _ISO_Z.match(obj)
+        if m:
+            t = _iso_epoch(obj) + delta
+            return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + (m.group(2) or "") + "Z"
+    return obj
+
+
+def _max_time(path: Path) -> int:
+    best = 0
+
+    def walk(o):
+        nonlocal best
+        if isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+        elif isinstance(o, str) and _ISO_Z.match(o):
+            best = max(best, _iso_epoch(o))
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        walk(json.loads(text))
+    else:
+        for line in text.splitlines():
+            try:
+                walk(json.loads(line))
+            except ValueError:
+                pass
+    return best
+
+
+def _rewrite_times(path: Path, delta: int):
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        path.write_text(json.dumps(_shift(json.loads(text), delta), ensure_ascii=False, indent=2), encoding="utf-8")
+        return
+    out = []
+    for line in text.split("\n"):
+        try:
+            out.append(json.dumps(_shift(json.loads(line), delta), ensure_ascii=False, separators=(",", ":")))
+        except ValueError:
+            out.append(line)
+    path.write_text("\n".join(out), encoding="utf-8")
+
+
+def copy_fixture(name: str, dest, ago_hours=1.0) -> Path:
+    """Copy a fixture's folder (with its subagent / companion files) under dest; returns the main transcript.
+
+    The fixtures are real sessions from months ago.  Ranking and the record lifecycle measure age against
+    the wall clock, so by default every ISO timestamp in the copied files is moved by one constant so that
+    the session ended `ago_hours` ago, as it would in real use (the content is untouched; the order and
+    spacing of the entries are kept).  ago_hours=None copies the files byte for byte."""
     folder, main, _ = TRANSCRIPTS[name]
     dst = Path(dest) / Path(folder).name
     if not dst.exists():
         shutil.copytree(FIXTURES / folder, dst, copy_function=shutil.copy)  # fresh mtimes
+        if ago_hours is not None:
+            delta = int(time.time() - ago_hours * 3600) - _max_time(dst / main)
+            for p in sorted(dst.rglob("*")):
+                if p.is_file() and p.suffix in (".jsonl", ".json"):
+                    _rewrite_times(p, delta)
     return dst / main
 
 
@@ -230,10 +305,11 @@ def config(**overrides) -> dict:
     return deep_merge(DEFAULTS, overrides)
 
 
-def append_turns(path, turns, start_ts="2025-09-03T01:00:00.000Z"):
+def append_turns(path, turns, start_ts=None):
     """Append Claude Code lines to a copied transcript, cloned from the file's own last user and assistant
     records (same sessionId, cwd, version), so the new lines have the real shape.  `turns` is a list of
-    ("user" | "assistant", text).  Timestamps count up one second from start_ts."""
+    ("user" | "assistant", text).  Timestamps count up one second from start_ts (default: a minute after
+    the file's last timestamp)."""
     import copy
     import uuid
     from datetime import datetime, timedelta
@@ -241,11 +317,14 @@ def append_turns(path, turns, start_ts="2025-09-03T01:00:00.000Z"):
     lines = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
     proto = {}
     for rec in lines:
-        if rec.get("type") == "user" and isinstance(rec.get("message", {}).get("content"), str) and not rec.get("isMeta"):
+        content = rec.get("message", {}).get("content")
+        if rec.get("type") == "user" and isinstance(content, str) and not rec.get("isMeta"):
             proto["user"] = rec
         if rec.get("type") == "assistant" and not rec.get("isSidechain"):
             proto["assistant"] = rec
     parent = lines[-1].get("uuid")
+    if start_ts is None:
+        start_ts = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(_max_time(path) + 60))
     t0 = datetime.fromisoformat(start_ts.replace("Z", "+00:00"))
     out = []
     for i, (role, text) in enumerate(turns):

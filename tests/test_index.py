@@ -1,0 +1,242 @@
+"""The SQLite index: BM25 exactly as rank_bm25 computes it, kept in step incrementally, and rebuilt from the
+record files alone by `cortex reindex`."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from rank_bm25 import BM25Okapi
+
+from cortex import index as index_mod, records
+from cortex.index import bm25_scores, index_text
+from cortex.textproc import tokenize
+from cortex_testkit import (TRANSCRIPTS, all_records, append_turns, copy_fixture, db_rows, drop_event, have_adapter,
+                      hook_payload, make_home, normalize, run_bin, tree_bytes)
+
+TABLES = ("records", "postings", "terms", "sessions")
+
+
+def build_corpus_home(base: Path):
+    """A home filled from the real fixtures, in several runs, so the index went through incremental updates,
+    merges and replacements (not only one build)."""
+    h = make_home(base / "home")
+    client = base / "client"
+    batches = [["cc-1.0.98", "cc-2.0.64", "cc-2.1.4"], ["cc-2.0.76", "cc-2.1.39"]]
+    if have_adapter("codex"):
+        batches.append(["codex-0.125", "codex-0.77", "codex-0.104-compacted"])
+    if have_adapter("gemini"):
+        batches[-1].append("gemini")
+    for batch in batches:
+        for name in batch:
+            client_name = TRANSCRIPTS[name][2]
+            path = copy_fixture(name, client)
+            drop_event(h, hook_payload(path, client_name), client=client_name)
+        assert normalize(h)["failed"] == 0
+    # the same session of 1.0.108 in two halves: its plan and progress records are rewritten in place
+    src = copy_fixture("cc-1.0.108", base / "src")
+    data = src.read_bytes()
+    lines = data.split(b"\n")
+    half = b"\n".join(lines[: len(lines) // 3]) + b"\n"
+    t = base / "client" / "growing" / src.name
+    t.parent.mkdir(parents=True)
+    t.write_bytes(half)
+    payload = hook_payload(src)
+    payload["transcript_path"] = str(t)
+    drop_event(h, payload)
+    normalize(h)
+    with open(t, "ab") as f:
+        f.write(data[len(half):])
+    drop_event(h, payload)
+    normalize(h)
+    # and two explicit memories in a later session of the 1.0.98 project, one of them seen again
+    t2 = copy_fixture("cc-1.0.98", base / "later")
+    things = ["the parser", "session start", "the Glob tool", "sqlite index", "postgres mirror", "the router",
+              "the CLAUDE.md loader", "the build", "the worker pool", "the plan view"]
+    when = ["before the first request", "after a deploy", "on every restart", "when tests run", "in CI"]
+    memories = [("assistant", "[MEMORY: learned] The cache of %s must be warmed %s (%d)." % (a, b, i))
+                for i, (a, b) in enumerate((a, b) for a in things for b in when[:3])]
+    append_turns(t2, [("assistant", "[MEMORY: decision] Keep CLAUDE.md short: commands first, architecture second."),
+                      ("assistant", "[MEMORY: gotcha] The Glob tool returns nothing in an empty repository.")]
+                 + memories)
+    p2 = hook_payload(t2, session_id="later-session")
+    drop_event(h, p2)
+    normalize(h)
+    return h
+
+
+@pytest.fixture(scope="module")
+def corpus_home(tmp_path_factory):
+    return build_corpus_home(tmp_path_factory.mktemp("corpus"))
+
+
+def rank_bm25_scores(home, query_terms):
+    recs = all_records(home)
+    ids = [r["id"] for r in recs]
+    corpus = [tokenize(index_text(r)) for r in recs]
+    bm = BM25Okapi(corpus)
+    return dict(zip(ids, bm.get_scores(query_terms))), corpus
+
+
+QUERIES = ["CLAUDE.md", "mix test failed", "plan progress", "progress progress changed", "sqlite postgres cache",
+           "zzzunseenterm", "hello.py delete js", "transcript tail supervisor", "summary current work",
+           "compaction threshold verification", "changed asked", "Glob empty repository"]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_bm25_scores_equal_rank_bm25(corpus_home, query):
+    terms = tokenize(query)
+    expected, _ = rank_bm25_scores(corpus_home, terms)
+    con = sqlite3.connect(corpus_home.index_db)
+    try:
+        got = bm25_scores(con, terms)
+    finally:
+        con.close()
+    assert set(got) <= set(expected)
+    for rid, want in expected.items():
+        have = got.get(rid, 0.0)
+        assert math.isclose(have, want, rel_tol=1e-9, abs_tol=1e-12), (rid, have, want)
+    if query != "zzzunseenterm":
+        assert any(v > 0 for v in got.values())
+
+
+def test_the_corpus_exercises_every_bm25_branch(corpus_home):
+    """Guard for the test above: the corpus has a term whose idf is negative (epsilon branch) and the
+    queries hit it, and repeated query terms count twice."""
+    recs = all_records(corpus_home)
+    n = len(recs)
+    assert n >= 20
+    con = sqlite3.connect(corpus_home.index_db)
+    try:
+        dfs = dict(con.execute("SELECT term, df FROM terms"))
+        meta = index_mod.read_meta(con)
+        negative = [t for t, df in dfs.items() if df > n / 2]
+        assert negative, "no term with a negative idf in the corpus"
+        query_terms = {t for q in QUERIES for t in tokenize(q)}
+        assert query_terms & set(negative)
+        one = bm25_scores(con, [negative[0]])
+        two = bm25_scores(con, [negative[0], negative[0]])
+        assert one and all(math.isclose(two[k], 2 * one[k]) for k in one)
+        # a filter keeps only the asked ids, with the same scores
+        some = set(sorted(one)[:2])
+        assert bm25_scores(con, [negative[0]], ids_filter=some) == {k: one[k] for k in some}
+    finally:
+        con.close()
+    assert int(meta["N"]) == n
+    corpus = [tokenize(index_text(r)) for r in recs]
+    assert int(meta["total_len"]) == sum(len(c) for c in corpus)
+    assert int(meta["vocab"]) == len({t for c in corpus for t in c})
+
+
+def test_index_rows_match_the_record_files(corpus_home):
+    recs = {r["id"]: r for r in all_records(corpus_home)}
+    rows = db_rows(corpus_home.index_db, "records")
+    assert {r[0] for r in rows} == set(recs)
+    cols = [d[1] for d in sqlite3.connect(corpus_home.index_db).execute("PRAGMA table_info(records)")]
+    for row in rows:
+        row = dict(zip(cols, row))
+        rec = recs[row["id"]]
+        assert row["text"] == rec["text"] and row["type"] == rec["type"] and row["scope_id"] == rec["scope_id"]
+        assert row["path"] == records.record_path(corpus_home.records, rec)
+        assert row["doclen"] == len(tokenize(index_text(rec)))
+        assert json.loads(row["times"]) == index_mod.activation_times(rec)
+        assert row["tokens"] == rec["tokens"]
+        assert set(json.loads(row["sessions"])) == {p["session"] for p in rec["provenance"]}
+    # postings hold exactly the term frequencies of each record
+    post = {}
+    for term, rid, tf in db_rows(corpus_home.index_db, "postings"):
+        post.setdefault(rid, {})[term] = tf
+    from collections import Counter
+    for rid, rec in recs.items():
+        assert post.get(rid, {}) == dict(Counter(tokenize(index_text(rec))))
+
+
+# --------------------------------------------------------------------------- reindex
+
+def _tables(db):
+    out = {t: sorted(db_rows(db, t)) for t in TABLES}
+    meta = dict(db_rows(db, "meta"))
+    meta.pop("built_at", None)
+    meta["idf_sum"] = round(float(meta["idf_sum"]), 9)
+    out["meta"] = meta
+    out["candidates"] = sorted((s, rid) for s, _, rid in db_rows(db, "candidates"))
+    return out
+
+
+def test_reindex_rebuilds_the_same_index_from_records_alone(corpus_home, tmp_path):
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    incremental = _tables(h.index_db)
+    # rebuild from a home that has nothing but the record files (and the same path)
+    for sub in ("index", "state", "inbox", "logs"):
+        shutil.rmtree(h.path(sub))
+    records_before = tree_bytes(h.records)
+    proc = run_bin("cortex", "reindex", home=h)
+    assert proc.returncode == 0, proc.stderr
+    assert b"reindexed %d records" % len(records_before) in proc.stdout
+    rebuilt = _tables(h.index_db)
+    # the paths stored in the index are the copied home's
+    for name in ("records",):
+        incremental[name] = sorted(tuple(c.replace(corpus_home.root, h.root) if isinstance(c, str) else c for c in row)
+                                   for row in incremental[name])
+    assert rebuilt == incremental
+    assert tree_bytes(h.records) == records_before  # reindex never writes records
+    # a second reindex gives the same again
+    assert run_bin("cortex", "reindex", home=h).returncode == 0
+    assert _tables(h.index_db) == rebuilt
+
+
+@pytest.mark.parametrize("breakage", ["yaml", "schema", "name", pytest.param("utf8", marks=pytest.mark.xfail(
+    strict=True, reason="BUG: for a record file that is not UTF-8, `cortex reindex` prints only the codec error "
+                        "(indexer.reindex keeps str(e) of the UnicodeDecodeError, cli.cmd_reindex prints only that), "
+                        "so the user is not told which file was skipped"))])
+def test_reindex_skips_and_reports_a_bad_record_file_without_touching_it(corpus_home, tmp_path, breakage):
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    good = all_records(h)
+    victim = good[0]
+    path = Path(records.record_path(h.records, victim))
+    text = path.read_text()
+    if breakage == "yaml":
+        bad = text.replace("type: ", "type: [", 1)
+    elif breakage == "schema":
+        bad = text.replace("type: %s" % victim["type"], "type: opinion", 1)
+    elif breakage == "name":
+        shutil.move(path, path.with_name("r0000000000000000.md"))
+        path = path.with_name("r0000000000000000.md")
+        bad = text
+    else:
+        bad = text.replace("---\n", "---\n# \udcff\n", 1)
+    data = bad.encode("utf-8", "surrogateescape")
+    path.write_bytes(data)
+    proc = run_bin("cortex", "reindex", home=h)
+    assert proc.returncode == 1
+    assert str(path).encode() in proc.stderr and b"skipped" in proc.stderr
+    assert path.read_bytes() == data
+    ids = {r[0] for r in db_rows(h.index_db, "records")}
+    assert ids == {r["id"] for r in good} - {victim["id"]}
+    proc = run_bin("cortex", "reindex", "--json", home=h)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["records"] == len(good) - 1
+    assert [u["path"] for u in report["unreadable"]] == [str(path)]
+
+
+def test_reindex_drops_records_whose_files_were_deleted(corpus_home, tmp_path):
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    recs = all_records(h)
+    gone = recs[-1]
+    os.unlink(records.record_path(h.records, gone))
+    assert run_bin("cortex", "reindex", home=h).returncode == 0
+    assert gone["id"] not in {r[0] for r in db_rows(h.index_db, "records")}
+    assert gone["id"] not in {r[1] for r in db_rows(h.index_db, "postings")}
+    assert gone["id"] not in {r[1] for r in db_rows(h.index_db, "sessions")}
+
+
+def test_index_file_is_private(corpus_home):
+    assert (os.stat(corpus_home.index_db).st_mode & 0o777) == 0o600
