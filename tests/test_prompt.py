@@ -1,0 +1,94 @@
+"""cortex-prompt: prompt-time recall (UserPromptSubmit)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cortex import config, prompt, session_start
+from cortex.bench import build_home
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HEAVY = ("tiktoken", "numpy", "rank_bm25", "yaml", "jsonschema", "structlog")
+
+
+@pytest.fixture(scope="module")
+def big_home(tmp_path_factory):
+    base = tmp_path_factory.mktemp("prompt")
+    project = base / "proj"
+    project.mkdir()
+    old = os.environ.get("CORTEX_HOME")
+    info = build_home(str(base / "home"), 1500, str(project))
+    if old is None:
+        os.environ.pop("CORTEX_HOME", None)
+    else:
+        os.environ["CORTEX_HOME"] = old
+    return info, str(project)
+
+
+def run_hook(home, payload, *args):
+    env = dict(os.environ, CORTEX_HOME=home)
+    return subprocess.run([sys.executable, os.path.join(ROOT, "bin", "cortex-prompt"), *args],
+                          input=json.dumps(payload).encode(), env=env, capture_output=True, timeout=60)
+
+
+def test_relevant_records_not_in_the_block_are_printed_within_budget(big_home):
+    info, project = big_home
+    from cortex.home import Home
+    home = Home(info["home"])
+    cfg = config.load(home)
+    hits = prompt.search(home, "why did we choose Redis for the session cursor lock", project, cfg)
+    assert 1 <= len(hits) <= cfg["prompt"]["max_records"]
+    assert sum(int(r["tokens"]) for r, _ in hits) <= cfg["prompt"]["max_tokens"]
+    assert all(score >= cfg["prompt"]["min_score"] for _, score in hits)
+    assert all("redis" in r["text"].lower() or "cursor" in r["text"].lower() for r, _ in hits)
+    _, details = session_start.build(home, project, cfg=cfg)
+    shown = {r["id"] for r in details["kept"]}
+    assert not shown & {r["id"] for r, _ in hits}
+    p = run_hook(info["home"], {"prompt": "why did we choose Redis for the session cursor lock", "cwd": project,
+                                "hook_event_name": "UserPromptSubmit"})
+    out = p.stdout.decode()
+    assert p.returncode == 0 and p.stderr == b""
+    assert out.startswith("<cortex-recall>") and out.rstrip().endswith("</cortex-recall>")
+    assert hits[0][0]["text"][:40] in out
+
+
+def test_small_talk_and_unknown_words_print_nothing(big_home):
+    info, project = big_home
+    for text in ("hi", "thanks!", "zzqx wvvk plorp"):
+        p = run_hook(info["home"], {"prompt": text, "cwd": project})
+        assert p.returncode == 0 and p.stdout == b""
+
+
+def test_raising_the_threshold_silences_it(big_home, tmp_path):
+    info, project = big_home
+    from cortex.home import Home
+    home = Home(info["home"])
+    cfg = config.load(home)
+    cfg = dict(cfg, prompt=dict(cfg["prompt"], min_score=1e9))
+    assert prompt.search(home, "why did we choose Redis for the session cursor lock", project, cfg) == []
+
+
+def test_gemini_gets_json_and_bad_input_never_fails(big_home):
+    info, project = big_home
+    p = run_hook(info["home"], {"prompt": "Redis session cursor lock", "cwd": project}, "--client", "gemini")
+    if p.stdout:
+        data = json.loads(p.stdout)
+        assert data["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+    for raw in (b"", b"not json", b"[1,2]", b"\xff\xfe"):
+        q = subprocess.run([sys.executable, os.path.join(ROOT, "bin", "cortex-prompt")], input=raw,
+                           env=dict(os.environ, CORTEX_HOME=info["home"]), capture_output=True, timeout=60)
+        assert q.returncode == 0 and q.stdout == b""
+
+
+def test_prompt_hook_imports_nothing_heavy(big_home):
+    info, project = big_home
+    code = ("import sys,io,json;sys.argv=['cortex-prompt'];"
+            "sys.stdin=io.TextIOWrapper(io.BytesIO(json.dumps({'prompt':'Redis session cursor lock','cwd':%r}).encode()));"
+            "from cortex import prompt;prompt.main([]);"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (project, HEAVY))
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, CORTEX_HOME=info["home"]),
+                       capture_output=True, timeout=60)
+    heavy = json.loads(p.stdout.decode().strip().splitlines()[-1])
+    assert heavy == []
