@@ -556,6 +556,17 @@ def replay_sessions(dest: str, copies: int):
     return out, total
 
 
+def bench_env(base: str) -> dict:
+    """The environment of every measured process: this one's, without the client variables that change
+    client detection, and with bytecode cached (under base/pycache, not in the checkout) as an installed
+    package has it: PYTHONDONTWRITEBYTECODE would make every run compile Cortex from source."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "GEMINI_", "CLAUDE"))}
+    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(base, "pycache")
+    return env
+
+
 def _note(out, text):
     if out is not None:
         out.write(text + "\n")
@@ -579,8 +590,7 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
     base = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="cortex-bench-")
     os.makedirs(base, exist_ok=True)
     rows = []
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "GEMINI_", "CLAUDE"))}
-    env.pop("PYTHONPATH", None)
+    env = bench_env(base)
 
     def add(row):
         rows.append(row)
@@ -643,16 +653,16 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
                 c = time_paired(ss, runs, senv, warmup=warmup)
                 add(Row("cortex-session-start", n, c[0], c[1], c[2], TARGETS.get(("cortex-session-start", n)),
                         codes=c[3]))
-            if "prompt" in want and n >= 10000:
+            if "prompt" in want:
                 if command_exists("cortex-prompt"):
                     data = json.dumps({"session_id": "bench", "cwd": project_dir, "hook_event_name":
                                        "UserPromptSubmit", "prompt": PROMPT, "transcript_path": ""}).encode()
                     c = time_paired(_cmd("cortex-prompt"), runs, senv, data, warmup=warmup)
                     add(Row("cortex-prompt", n, c[0], c[1], c[2], TARGETS.get(("cortex-prompt", n)), codes=c[3]))
-                elif n == 10000:
-                    add(Row("cortex-prompt", n, target=TARGETS[("cortex-prompt", n)],
+                else:
+                    add(Row("cortex-prompt", n, target=TARGETS.get(("cortex-prompt", n)),
                             note="cortex-prompt is not built yet"))
-            if "recall" in want and n >= 10000:
+            if "recall" in want:
                 if os.path.exists(os.path.join(REPO, "cortex", "recall.py")):
                     rc = _cmd("cortex") + ["recall"] + QUERY.split() + ["--cwd", project_dir]
                     c = time_paired(rc, runs, senv, warmup=warmup)

@@ -263,30 +263,54 @@ def _fast_res():
     global _FAST
     if _FAST is None:
         import re
-        plain = r"[A-Za-z_/][A-Za-z0-9_./()+@-]*(?: [A-Za-z0-9_./()+@-]+)*"
+        # a plain scalar as records.dump may write one: no indicator first, printable, single inner spaces, no
+        # character that ends a plain scalar in a flow collection (, [ ] { }) or starts a comment or a key
+        odd = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+        first = r"[^\s\-?:,\[\]{}#&*!|>'\"%@`" + odd + "]"
+        rest = r"[^\s,\[\]{}#:'\"" + odd + "]"
+        plain = r"%s%s*(?: %s+)*" % (first, rest, rest)
         quoted = r"'(?:[^'\n]|'')*'"
-        scalar = r"(?:%s|%s|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?)" % (quoted, plain)
+        scalar = r"(?:%s|%s)" % (quoted, plain)
+        key = r"[A-Za-z_][A-Za-z0-9_]*"
         _FAST = {
-            "line": re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: (.*))?\Z"),
-            "item": re.compile(r"- (.*)\Z"),
-            "int": re.compile(r"-?(?:0|[1-9][0-9]*)\Z"),
-            "float": re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z"),
+            "line": re.compile(r"(%s):(?: (.*))?\Z" % key),
             "plain": re.compile(plain + r"\Z"),
             "quoted": re.compile(quoted + r"\Z"),
             "seq": re.compile(r"\[(%s(?:, %s)*)?\]\Z" % (scalar, scalar)),
-            "map": re.compile(r"\{((?:[A-Za-z_][A-Za-z0-9_]*: %s)(?:, [A-Za-z_][A-Za-z0-9_]*: %s)*)?\}\Z"
-                              % (scalar, scalar)),
-            "token": re.compile(r"(?:([A-Za-z_][A-Za-z0-9_]*): )?(%s)(?:, |\Z)" % scalar),
+            "map": re.compile(r"\{((?:%s: %s)(?:, %s: %s)*)?\}\Z" % (key, scalar, key, scalar)),
+            "token": re.compile(r"(?:(%s): )?(%s)(?:, |\Z)" % (key, scalar)),
         }
     return _FAST
 
 
-# plain words YAML 1.1 (PyYAML's resolver) reads as something else than a string, in any letter case
-_NOT_STR = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"}
-_NO = object()
-
-
 _SCALARS = {}
+_NO = object()
+_RESOLVE = None
+
+
+def _plain_value(s: str):
+    """A plain scalar's value, decided by PyYAML's own resolver (the one its safe loader uses): a string,
+    or an int / float / bool / null when it resolves to those and reads back unambiguously; _NO otherwise
+    (timestamps, octal, sexagesimal, ... go to YAML)."""
+    global _RESOLVE
+    if _RESOLVE is None:
+        import yaml
+        resolver = yaml.resolver.Resolver()
+        _RESOLVE = lambda v: resolver.resolve(yaml.nodes.ScalarNode, v, (True, False))  # noqa: E731
+    tag = _RESOLVE(s)
+    if tag == "tag:yaml.org,2002:str":
+        return s
+    if tag == "tag:yaml.org,2002:null" and s == "null":
+        return None
+    if tag == "tag:yaml.org,2002:bool" and s in ("true", "false"):
+        return s == "true"
+    if tag == "tag:yaml.org,2002:int" and s.lstrip("-").isdigit() and (s.lstrip("-") == "0"
+                                                                       or not s.lstrip("-").startswith("0")):
+        return int(s)
+    if tag == "tag:yaml.org,2002:float" and all(c in "0123456789.-" for c in s) and s.count(".") == 1 \
+            and s.lstrip("-")[:1].isdigit() and not s.endswith("."):
+        return float(s)
+    return _NO
 
 
 def _scalar(s: str, r):
@@ -294,27 +318,15 @@ def _scalar(s: str, r):
     are immutable)."""
     v = _SCALARS.get(s, _NO)
     if v is _NO:
-        v = _scalar1(s, r)
-        if len(_SCALARS) > 20000:
-            _SCALARS.clear()
-        _SCALARS[s] = v
+        if s[:1] == "'":
+            v = s[1:-1].replace("''", "'") if r["quoted"].match(s) else _NO
+        elif r["plain"].match(s):
+            v = _plain_value(s)
+        if v is not _NO:
+            if len(_SCALARS) > 50000:
+                _SCALARS.clear()
+            _SCALARS[s] = v
     return v
-
-
-def _scalar1(s: str, r):
-    if s[:1] == "'":
-        return s[1:-1].replace("''", "'") if r["quoted"].match(s) else _NO
-    if s == "null":
-        return None
-    if s == "true" or s == "false":
-        return s == "true"
-    if r["int"].match(s):
-        return int(s)
-    if r["float"].match(s):
-        return float(s)
-    if r["plain"].match(s) and s.lower() not in _NOT_STR:
-        return s
-    return _NO
 
 
 def _flow(s: str, r):
@@ -327,7 +339,7 @@ def _flow(s: str, r):
     for m in r["token"].finditer(inner):
         key, raw = m.group(1), m.group(2)
         v = _scalar(raw, r)
-        if v is _NO or (kind == "seq") != (key is None):
+        if v is _NO or (kind == "seq") != (key is None) or (key is not None and _scalar(key, r) != key):
             return _NO
         if kind == "seq":
             out.append(v)
@@ -355,6 +367,8 @@ def fast_parse(text: str):
         if not m:
             return None
         key, raw = m.group(1), m.group(2)
+        if _scalar(key, r) != key:  # a key YAML reads as a bool or null ("on:", "null:")
+            return None
         i += 1
         if raw is None:  # a block sequence follows
             items = []
@@ -384,8 +398,10 @@ def fast_parse(text: str):
 
 def read_record(path: str) -> dict:
     """records.read(path), through fast_parse when the front matter allows."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8")
+    if "\r" in text:  # as text mode reads it: universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     rec = fast_parse(text)
     return rec if rec is not None else records_mod.parse(text, path)
 

@@ -145,8 +145,41 @@ def text_prev(turns, i):
     return own
 
 
+def text_context2(turns, i):
+    """As +context, with two turns either side."""
+    return text_context(turns, i, window=2)
+
+
+def text_context3(turns, i):
+    """As +context, with three turns either side."""
+    return text_context(turns, i, window=3)
+
+
+def text_context5(turns, i):
+    """As +context, with five turns either side."""
+    return text_context(turns, i, window=5)
+
+
+def text_context_once(turns, i, window=1):
+    """Speaker, date and the turn once, then the neighbouring turns of the same session."""
+    t = turns[i]
+    ctx = ["%s: %s" % (turns[j]["speaker"], text_caption(turns, j)) for j in range(i - window, i + window + 1)
+           if j != i and 0 <= j < len(turns) and turns[j]["session"] == t["session"]]
+    return text_speaker_date(turns, i) + ("\ncontext: " + " / ".join(ctx) if ctx else "")
+
+
+def text_session(turns, i):
+    """The turn, then every turn of its session (a session-level document: ranks sessions, not turns)."""
+    t = turns[i]
+    rest = " / ".join("%s: %s" % (u["speaker"], text_caption(turns, u["index"])) for u in turns
+                      if u["session"] == t["session"])
+    return text_speaker_date(turns, i) + "\nsession: " + rest
+
+
 TEXTS = {"turn": text_turn, "caption": text_caption, "speaker-date": text_speaker_date, "prev": text_prev,
-         "context": text_context}
+         "context": text_context, "context2": text_context2, "context3": text_context3,
+         "context5": text_context5, "context-once": text_context_once,
+         "session": text_session}
 
 # name -> (how the ranking is made, what it needs)
 #   ("recall", text)        cortex.recall.recall over records holding TEXTS[text]
@@ -162,6 +195,16 @@ VARIANTS = {
     "recall: speaker+date": ("recall", "speaker-date"),
     "recall: +reply-to": ("recall", "prev"),
     "recall: +context": ("recall", "context"),
+    "recall: +context x2": ("recall", "context2"),
+    "recall: +context x3": ("recall", "context3"),
+    "recall: +context x5": ("recall", "context5"),
+    "recall: +context once": ("recall", "context-once"),
+    "fusion: +reply-to / +context x2": ("fuse", ["recall: +reply-to", "recall: +context x2"]),
+    "fusion: +context / x2 / x3": ("fuse", ["recall: +context", "recall: +context x2", "recall: +context x3"]),
+    "recall: session": ("recall", "session"),
+    "fusion: +reply-to / +context": ("fuse", ["recall: +reply-to", "recall: +context"]),
+    "fusion: +context / session": ("fuse", ["recall: +context", "recall: session"]),
+    "fusion: +reply-to / +context / session": ("fuse", ["recall: +reply-to", "recall: +context", "recall: session"]),
     "fusion: speaker+date / +context": ("fuse", ["recall: speaker+date", "recall: +context"]),
     "fusion: speaker+date / +reply-to / +context": ("fuse", ["recall: speaker+date", "recall: +reply-to",
                                                            "recall: +context"]),

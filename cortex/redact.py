@@ -16,7 +16,8 @@ stays readable: for ``KEY=value`` forms only the value goes
 
 Kinds
     anthropic_key openai_key aws_access_key aws_secret github_token
-    gitlab_token npm_token huggingface_token slack_token slack_webhook
+    gitlab_token npm_token huggingface_token pypi_token sendgrid_key
+    slack_token slack_webhook
     stripe_key google_api_key google_oauth jwt bearer auth_header
     private_key url_password password env_secret high_entropy
 
@@ -30,8 +31,11 @@ How it works
        one (so ``max_tokens: 4096`` and ``auth_mode: "chatgpt"`` survive).
     3. Entropy rule: a token of 20+ characters that mixes upper case, lower
        case and digits like random strings do (Shannon entropy >= 3.5
-       bits/char, not built from words) starting within a few words *after* a
-       trigger word (key, secret, token, password, credential, auth ...).
+       bits/char, not built from words, not hex) next to a trigger word (key,
+       secret, token, password, credential, auth ...): starting within 48
+       characters after it (then up to 3 more such tokens, each within 48
+       characters of the previous one), or ending within 32 characters before
+       it, in the same JSON string.
 
     Each rule sees the placeholders of the earlier ones and leaves them alone,
     so `redact` is idempotent.  Values that are obviously placeholders
@@ -65,6 +69,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 __all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder"]
 
 _PH_PREFIX = "[REDACTED:"
+# One of our own placeholders, exactly.  Detection always needs the whole form: a stray
+# "[REDACTED:" typed in front of a secret must not hide it.
+_PH_RX = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
+_PH_MAX = 52
+# Markers other tools leave where they removed something: REDACTED_API_KEY, [REDACTED], [REDACTED_TEXT ...]
+_FOREIGN_MARKER = re.compile(r"\[?REDACTED(?:[_\] ]|$)", re.I)
 
 
 def placeholder(kind: str) -> str:
@@ -139,6 +149,14 @@ def _openai_ok(s: str) -> bool:
 
 _ALPHA_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")
 _CONSONANTS5 = re.compile(r"[b-df-hj-np-tv-xz]{5}")
+# The most frequent letter pairs of English text (about 185).
+_COMMON_BIGRAMS = frozenset("""
+th he in er an re on at en nd ti es or te of ed is it al ar st to nt ng se ha as ou io le ve co me de hi ri ro
+ic ne ea ra ce li ch ll be ma si om ur ca el ta la ns di fo ho pe ec pr no ct us ac ot il tr ly nc et ut ss so
+rs un lo wa ge ie wh ee wi em ad ol rt po we na ul ni ts mo ow pa im mi ai sh ir su id os iv ia am fi ci vi pl
+ig tu ev ld ry mp fe bl ab gh ty op wo sa ay ex ke fr oo av ag if ap gr od bo sp rd do uc bu ei ov by rm ep tt
+oc fa ef cu rn sc gi da yo cr cl du ga qu ue ff ba ey ls va um pp ua up lu go ht ru ug ds lt pi rc rr eg au ck
+""".split())
 
 
 def _wordy(s: str) -> bool:
@@ -155,7 +173,16 @@ def _wordy(s: str) -> bool:
         return False
     # words have vowels (~40% of letters; random letters ~19%) and no long consonant clusters
     vowels = sum(s.count(v) for v in "aeiouAEIOU")
-    return vowels / letters >= 0.25 and _CONSONANTS5.search(s) is None
+    if vowels / letters < 0.25 or _CONSONANTS5.search(s) is not None:
+        return False
+    # and mostly common letter pairs (about 2 in 3 for English words, 1 in 5 for random letters)
+    pairs = common = 0
+    for r in runs:
+        r = r.lower()
+        for i in range(len(r) - 1):
+            pairs += 1
+            common += r[i:i + 2] in _COMMON_BIGRAMS
+    return pairs > 0 and common / pairs >= 0.5
 
 
 _PLACEHOLDER_WORDS = frozenset(
@@ -179,10 +206,10 @@ def _is_placeholder(v: str) -> bool:
     s = v.strip().strip("\"'`").strip()
     if not s:
         return True
-    if s[0] in "$<{%" or s.startswith(_PH_PREFIX):
+    if s[0] in "$<{%" or _PH_RX.fullmatch(s) or _FOREIGN_MARKER.match(s):
         return True
     low = s.lower()
-    if low in _PLACEHOLDER_WORDS or "redacted" in low or "placeholder" in low or "example" in low:
+    if low in _PLACEHOLDER_WORDS or "placeholder" in low or "example" in low:
         return True
     if len(set(s)) <= 2:  # xxxx, ****, ...., abab
         return True
@@ -286,6 +313,8 @@ _RULES: List[_Rule] = [
     _Rule("npm_token", r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])", lb=True, check=lambda s: _two_classes(s[4:])),
     _Rule("huggingface_token", r"hf_[A-Za-z0-9]{34,40}(?![A-Za-z0-9])", lb=True,
           check=lambda s: _two_classes(s[3:])),
+    _Rule("pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}", lb=True, check=_not_trivial),
+    _Rule("sendgrid_key", r"SG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,50}", lb=True, check=_two_classes),
     _Rule("slack_webhook", r"(hooks\.slack\.com/(?:services|workflows|triggers)/)([A-Za-z0-9_/+\-]{8,})", group=2),
     _Rule("slack_token", r"x(?:ox[abposre]-[A-Za-z0-9\-]{10,}|app-\d-[A-Za-z0-9\-]{10,})", lb=True,
           check=_has_digit),
@@ -295,7 +324,7 @@ _RULES: List[_Rule] = [
     _Rule("google_api_key", r"AIza[0-9A-Za-z_\-]{30,}", lb=True),
     _Rule("google_oauth", r"ya29\.[0-9A-Za-z_\-]{20,}", lb=True, check=_not_trivial),
     _Rule("google_oauth", r"1//0[0-9A-Za-z_\-]{30,}", lb=True, check=_mixed3),
-    # scheme://user:password@host -> keep scheme, user and host (the scheme is checked in _url_scheme_ok)
+    # scheme://user:password@host -> keep scheme, user and host (the scheme before :// is checked in _apply_rule)
     _Rule("url_password", r"://[^\s:/?#@\"'`\\<>\[\]]*:([^\s/?#\"'`\\<>]+)@", group=1, gate=("@",), check=_pw_ok),
     # scheme://<token>@host (a token used as the user name)
     _Rule("url_password", r"://([A-Za-z0-9_\-]{20,})@", group=1, gate=("@",), check=_userinfo_token_ok),
@@ -318,6 +347,12 @@ _RULES: List[_Rule] = [
     _Rule("password", r"mysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p([^\s\"'\\]+)", group=1, check=_pw_ok),
 ]
 
+# Something every fixed-shape rule needs (it only decides whether to run them).  Every branch
+# starts with a literal character so that `re` can skip ahead on the set of first characters.
+_ANY_RULE = re.compile(r"-----BEGIN|eyJ|sk-|A(?:KIA|SIA|BIA|CCA)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|oas)-|"
+                       r"npm_|hf_|pypi-|SG\.|hooks\.slack\.com|xox|xapp-|k_(?:live|test)_|whsec_|AIza|ya29\.|1//0|://|"
+                       r"Bearer|bearer|BEARER|uthorization|UTHORIZATION|-u|login|mysql")
+_SHORT_TEXT = 2000
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
 
@@ -327,21 +362,19 @@ def _clip(text: str, a: int, b: int) -> Tuple[int, int]:
     A later rule may match across an earlier placeholder, e.g. `-u user:pass` over
     `-u [REDACTED:github_token]:hunter2`; only the part after it is still a secret.
     """
-    while True:
-        p = text.rfind(_PH_PREFIX, max(0, a - 48), a + 1)
-        if p < 0:
+    for m in _PH_RX.finditer(text, max(0, a - _PH_MAX), min(len(text), b + _PH_MAX)):
+        if m.start() >= b:
             break
-        q = text.find("]", p)
-        if q < a:
-            break
-        a = q + 1
+        ps, pe = m.span()
+        if pe <= a:
+            continue
+        if ps > a:
+            return a, ps  # a placeholder inside the span: stop before it
+        a = pe  # the span starts inside a placeholder: resume after it
         if a < b and text[a] not in ":@":
             return a, a  # glued to the placeholder, not a user:password pair
         while a < b and text[a] in ":@":
             a += 1
-    p = text.find(_PH_PREFIX, a, b)
-    if p >= 0:
-        b = p
     return a, b
 
 
@@ -415,7 +448,7 @@ _KEY_SUFFIX_SKIP = frozenset(
     version prefix id ids index size status env var field label hint policy rotation format location store
     storage cache source kind usage budget stats info error errors flow strategy manager service server
     client handler helper config settings options request response state ref refs class module fn func
-    callback hook test tests spec check validator validation stdin input prompt dialog form button page view screen
+    callback hook check validator validation stdin input prompt dialog form button page view screen
     modal component reset changed updated created at on by date time valid invalid missing set exists present
     counter max min total used left remaining tokens map list dict keys hash digest fingerprint salt rounds
     min_length regex pattern policy schema
@@ -549,8 +582,8 @@ def _kv_value_ok(text: str, kind: str, strong: bool, sep: str, vs: int, ve: int,
     if _is_pathlike(val):
         return False
     if not quoted:
-        if val[0] in "{[(":
-            return False
+        if val[0] in "{[(" and (len(val) == 1 or val[-1] in "}])"):
+            return False  # a structure (`password: [a, b]`), not a value
         if _IDENT.fullmatch(val) and not _has_digit(val):
             s = sep.strip()
             # code, not a value: `password = password_input`, `apiKey: isLite ? a : b`, `token: token,`
@@ -589,11 +622,12 @@ def _kv_span(text: str, ks: int, ke: int) -> Optional[Tuple[int, int, str, bool]
     if rv is None:
         return None
     vs, ve, quoted = rv
-    if text.startswith(_PH_PREFIX, vs):
-        return vs, text.find("]", vs) + 1, kind, False
-    p = text.find(_PH_PREFIX, vs, ve)
-    if p >= 0:
-        ve = p  # never swallow one of our own placeholders
+    pm = _PH_RX.match(text, vs)
+    if pm is not None:
+        return vs, pm.end(), kind, False
+    pm = _PH_RX.search(text, vs, ve)
+    if pm is not None:
+        ve = pm.start()  # never swallow one of our own placeholders
     if not strong and not quoted:
         # a token has no brackets: `f(token=abc123)x` -> the value is abc123
         m = _BRACKET.search(text, vs, ve)
@@ -621,9 +655,9 @@ def _name_value_spans(text: str) -> List[Tuple[int, int, str]]:
         if rv is None:
             continue
         vs, ve, quoted = rv
-        p = text.find(_PH_PREFIX, vs, ve)
-        if p >= 0:
-            ve = p
+        pm = _PH_RX.search(text, vs, ve)
+        if pm is not None:
+            ve = pm.start()
         if _kv_value_ok(text, info[0], info[1], ":", vs, ve, quoted):
             spans.append((vs, ve, info[0]))
     return spans
@@ -640,12 +674,14 @@ _ENT_CACHE: Dict[str, bool] = {}
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_=\-]{20,}")
 _ENT_GAP = 48  # a token may start this many characters after the trigger word (or the previous token)
 _ENT_HOPS = 4  # and at most this many tokens follow one trigger word
-_ID_PREFIX = re.compile(r"(?:msg|toolu|call|req|resp|rs|fc|ws|run|file|chatcmpl|evt|org|proj|user|asst|thread|"
-                        r"batch|ft|ctx|sess|session|agent|task|step|item|srvtoolu|bdrk|cs|pi|ch|cus|sub|in|"
-                        r"price|prod|acct)[_\-]")
+_ENT_BACK = 32  # a single token may also end this many characters before the trigger word
+# Object ids of the model APIs (and Stripe's public object ids): random, but not secrets.
+_ID_PREFIX = re.compile(r"(?:msg|toolu|srvtoolu|call|req|resp|rs|fc|ws|run|file|chatcmpl|evt|org|proj|asst|thread|"
+                        r"batch|ft|step|cs|pi|ch|cus|sub|in|price|prod|acct)[_\-]")
 _HEX_ISH = re.compile(r"[0-9a-fA-F\-]+")
 _SSH_PUBKEY = re.compile(r"AAAA[A-Z][0-9](?:NzaC1|VjZHNh)")  # ssh-rsa/ssh-ed25519/ssh-dss/ecdsa public key blobs
 _JSON_BOUNDARY = re.compile(r"\"\s*[,}\]]")
+_JSON_BOUNDARY_BACK = re.compile(r"\"\s*[,}\]:]")  # also `"value": "token"`: a value before its key
 
 
 def _is_ent_trigger(ident: str) -> bool:
@@ -699,12 +735,11 @@ def _entropy_chain(text: str, start: int, out: List[Tuple[int, int, str]]) -> No
         if pos >= limit:
             break
         c = _CANDIDATE.search(text, pos, min(n, limit + 600))
-        p = text.find(_PH_PREFIX, pos, limit)
-        if p >= 0 and (c is None or p < c.start()):
-            if _JSON_BOUNDARY.search(text, item_end, p):
+        pm = _PH_RX.search(text, pos, min(n, limit + _PH_MAX))
+        if pm is not None and pm.start() < limit and (c is None or pm.start() < c.start()):
+            if _JSON_BOUNDARY.search(text, item_end, pm.start()):
                 break
-            q = text.find("]", p)
-            item_end = pos = (q + 1) if q >= 0 else p + len(_PH_PREFIX)
+            item_end = pos = pm.end()
             hops += 1
             continue
         if c is None or c.start() >= limit:
@@ -721,6 +756,27 @@ def _entropy_chain(text: str, start: int, out: List[Tuple[int, int, str]]) -> No
             item_end = c.end()
             hops += 1
         pos = c.end()
+
+
+def _entropy_before(text: str, ks: int, out: List[Tuple[int, int, str]]) -> None:
+    """The one token just before a trigger word: "Zx81hQ2m... is my api key"."""
+    lo = max(0, ks - _ENT_BACK - 600)
+    last = None
+    for c in _CANDIDATE.finditer(text, lo, ks):
+        last = c
+    if last is None:
+        return
+    a, b = last.span()
+    if b == ks or b < ks - _ENT_BACK:
+        return  # glued to the trigger word (one token with it), or too far
+    if a == lo and lo > 0 and (_alnum(text[lo - 1]) or text[lo - 1] in "+/_=-"):
+        return  # the window cut a longer token
+    if _PH_RX.search(text, b, ks) or _JSON_BOUNDARY_BACK.search(text, b, ks):
+        return  # the nearest item is one of our placeholders, or another string
+    if a > 0 and text[a - 1] == "\\" and text[a] in "nrt":
+        a += 1
+    if (a == 0 or not _alnum(text[a - 1]) or text[a - 2:a - 1] == "\\") and _entropy_candidate_ok(text[a:b]):
+        out.append((a, b, "high_entropy"))
 
 
 # ---------------------------------------------------------------------------
@@ -741,7 +797,7 @@ def _splice(text: str, spans: List[Tuple[int, int, str]], counter: List[int]) ->
     for a, b, kind in spans:
         if a < prev:
             continue
-        if text.startswith(_PH_PREFIX, a):
+        if _PH_RX.match(text, a):
             continue
         out.append(text[prev:a])
         out.append(placeholder(kind))
@@ -758,7 +814,9 @@ def redact(text: str) -> Tuple[str, int]:
     counter = [0]
     low = _lower(text)
     present: Dict[str, bool] = {}
-    for rule in _RULES:
+    # Short texts (most transcript strings) pay one regex search instead of one per rule.
+    rules = _RULES if len(text) > _SHORT_TEXT or _ANY_RULE.search(text) else ()
+    for rule in rules:
         if rule.gate:
             for g in rule.gate:
                 hit = present.get(g)
@@ -788,6 +846,7 @@ def redact(text: str) -> Tuple[str, int]:
     spans: List[Tuple[int, int, str]] = []
     for ks, ke in idents:
         _entropy_chain(text, ke, spans)
+        _entropy_before(text, ks, spans)
     if spans:
         text = _splice(text, spans, counter)
     return text, counter[0]
@@ -813,8 +872,10 @@ def _scan_idents(text: str, low: str) -> Tuple[List[Tuple[int, int, str]], List[
         while ke > ks and text[ke - 1] in ".-":
             ke -= 1
         last_ident_end = ke
-        if ke <= ks or (ks >= 10 and text.startswith(_PH_PREFIX, ks - 10)):
-            continue  # nothing, or the kind inside one of our own placeholders
+        if ke <= ks:
+            continue
+        # (the kind inside one of our placeholders is a trigger too: secrets come in pairs,
+        # e.g. an access key id followed by its secret)
         kv = _kv_span(text, ks, ke)
         if kv is not None:
             vs, ve, kind, todo = kv

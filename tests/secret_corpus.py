@@ -112,6 +112,16 @@ def huggingface_token(rng):
     return "hf_" + body, _frags(body)
 
 
+def pypi_token(rng):
+    body = _rand(rng, B64URL, rng.randint(120, 180))
+    return "pypi-AgEIcHlwaS5vcmc" + body, _frags(body)
+
+
+def sendgrid_key(rng):
+    a, b = _rand(rng, B64URL, 22), _rand(rng, B64URL, 43)
+    return f"SG.{a}.{b}", _frags(a, b)
+
+
 def slack_token(rng):
     style = rng.choice(["xoxb", "xoxp", "xoxa", "xoxr", "xapp"])
     if style == "xoxb":
@@ -255,7 +265,8 @@ TOKEN_FORMS: List[Tuple[str, Callable[[str, str], str]]] = [
 ENV_NAMES = {
     "anthropic_key": "ANTHROPIC_API_KEY", "openai_key": "OPENAI_API_KEY", "aws_access_key": "AWS_ACCESS_KEY_ID",
     "github_token": "GITHUB_TOKEN", "gitlab_token": "GITLAB_TOKEN", "npm_token": "NPM_TOKEN",
-    "huggingface_token": "HF_TOKEN", "slack_token": "SLACK_BOT_TOKEN", "slack_webhook": "SLACK_WEBHOOK_URL",
+    "huggingface_token": "HF_TOKEN", "pypi_token": "TWINE_PASSWORD", "sendgrid_key": "SENDGRID_API_KEY",
+    "slack_token": "SLACK_BOT_TOKEN", "slack_webhook": "SLACK_WEBHOOK_URL",
     "stripe_key": "STRIPE_SECRET_KEY", "google_api_key": "GOOGLE_API_KEY", "google_oauth": "GOOGLE_ACCESS_TOKEN",
     "jwt": "SESSION_JWT",
 }
@@ -263,7 +274,8 @@ ENV_NAMES = {
 STANDALONE: Dict[str, Callable] = {
     "anthropic_key": anthropic_key, "openai_key": openai_key, "aws_access_key": aws_access_key,
     "github_token": github_token, "gitlab_token": gitlab_token, "npm_token": npm_token,
-    "huggingface_token": huggingface_token, "slack_token": slack_token, "slack_webhook": slack_webhook,
+    "huggingface_token": huggingface_token, "pypi_token": pypi_token, "sendgrid_key": sendgrid_key,
+    "slack_token": slack_token, "slack_webhook": slack_webhook,
     "stripe_key": stripe_key, "google_api_key": google_api_key, "google_oauth": google_oauth, "jwt": jwt,
 }
 
@@ -344,6 +356,8 @@ HIGH_ENTROPY_FORMS = [
     ("access_key_dash", lambda s: f"access key - {s}"),
     ("in_json_text", lambda s: f"Here is the secret you asked for: '{s}'"),
     ("key_arrow", lambda s: f"private key -> {s}"),
+    ("before_key", lambda s: f"{s} is my api key, do not share"),
+    ("before_paren", lambda s: f"use {s} (the deploy token) for CI"),
 ]
 
 BEARER_FORMS = [

@@ -181,8 +181,12 @@ def index_tables(home, tables=INDEX_TABLES) -> dict:
     con = ro_connect(home.index_db)
     try:
         out = {}
+        have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         for t in tables:
             rows = []
+            if t not in have:  # an index file the normalizer could not even create its tables in
+                out[t] = rows
+                continue
             for row in con.execute("SELECT * FROM %s" % t):
                 rows.append(tuple(v.replace(home.root, "<HOME>") if isinstance(v, str) else v for v in row))
             out[t] = sorted(rows, key=repr)
