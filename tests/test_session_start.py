@@ -21,9 +21,10 @@ DEMO_CWD = "/path/to/Demo"  # the cwd both 1.0.x fixtures recorded
 
 @pytest.fixture
 def demo_home(home, tmp_path):
-    """Two real sessions of one project (cwd /path/to/Demo), normalized."""
-    for name in ("cc-1.0.98", "cc-1.0.108"):
-        path = copy_fixture(name, tmp_path / "client")
+    """Two real sessions of one project (cwd /path/to/Demo), normalized; 1.0.98 ended before 1.0.108, as in
+    reality (3 hours and 1 hour ago)."""
+    for name, ago in (("cc-1.0.98", 3.0), ("cc-1.0.108", 1.0)):
+        path = copy_fixture(name, tmp_path / "client", ago_hours=ago)
         drop_event(home, hook_payload(path))
     stats = normalize(home)
     assert stats["done"] == 2 and stats["failed"] == 0
