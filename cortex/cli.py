@@ -35,7 +35,8 @@ def cmd_reindex(args):
     else:
         print("reindexed %d records into %s" % (res["records"], home.index_db))
         for path, err in res["unreadable"]:
-            print("skipped (unreadable, left untouched): %s" % err, file=sys.stderr)
+            print("skipped (unreadable, left untouched): %s%s" % ("" if path in err else path + ": ", err),
+                  file=sys.stderr)
     return 1 if res["unreadable"] else 0
 
 

@@ -118,6 +118,8 @@ def load(home, fast: bool = True) -> dict:
                     return json.load(f)
         except (OSError, ValueError):
             pass
+        if not os.path.exists(yaml_path):
+            return copy.deepcopy(DEFAULTS)  # nothing to read or validate
     return validate(read_yaml(yaml_path))
 
 

@@ -329,4 +329,10 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              max(lp["at"] if lp else "", last_at), files=edited[-20:],
                              key="progress:%s" % ctx.session, replace=True, salience=0.5))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at)
+    # the state is saved in state/cursors.json: it gets the same redaction as records
+    from . import redact
+    if st.get("last_prompt"):
+        st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
+    st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
+                      for k, f in st["failures"].items()}
     return [c for c in out if c.type in ("plan", "progress") or has_content(c.text)], st

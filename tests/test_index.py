@@ -190,10 +190,7 @@ def test_reindex_rebuilds_the_same_index_from_records_alone(corpus_home, tmp_pat
     assert _tables(h.index_db) == rebuilt
 
 
-@pytest.mark.parametrize("breakage", ["yaml", "schema", "name", pytest.param("utf8", marks=pytest.mark.xfail(
-    strict=True, reason="BUG: for a record file that is not UTF-8, `cortex reindex` prints only the codec error "
-                        "(indexer.reindex keeps str(e) of the UnicodeDecodeError, cli.cmd_reindex prints only that), "
-                        "so the user is not told which file was skipped"))])
+@pytest.mark.parametrize("breakage", ["yaml", "schema", "name", "utf8"])
 def test_reindex_skips_and_reports_a_bad_record_file_without_touching_it(corpus_home, tmp_path, breakage):
     h = make_home(tmp_path / "home")
     shutil.copytree(corpus_home.root, h.root)

@@ -379,11 +379,7 @@ def test_a_crash_at_any_step_then_a_rerun_gives_the_clean_result(home, tmp_path_
     assert sorted(events_in(home, "done")) == sorted(dropped)
 
 
-@pytest.mark.parametrize("point", [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=(
-    "BUG: a crash inside the per-session index update (after the session's records are written, before the "
-    "cursor moves), or between two of its upserts, loses the records already written from the index for good: "
-    "the rerun re-reads the session, their upserts are 'unchanged', RecordStore.changed stays empty for them, "
-    "so update_index never sees them"))) if p in ("index", "upsert-2") else p for p in CRASH_POINTS])
+@pytest.mark.parametrize("point", CRASH_POINTS)
 def test_after_a_crash_and_rerun_the_index_holds_every_record(home, tmp_path_factory, monkeypatch,
                                                               clean_reference, point):
     _crash_then_rerun(home, tmp_path_factory, monkeypatch, point)

@@ -93,9 +93,6 @@ def test_unquoted_yaml_timestamps_are_read_back_as_strings():
     assert isinstance(records.parse(text)["created"], str)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: records.read opens the file in text mode with universal newlines, so a "
-                                       "'\\r' in the body comes back as '\\n' and the record no longer equals what "
-                                       "was written (and a re-upsert rewrites it as 'merged')")
 def test_carriage_returns_survive_the_file(store):
     rec, _ = store.upsert(cand(text="step one\r\nstep two", rtype="learned"))
     assert records.read(store.path_of(rec))["text"] == rec["text"]
@@ -304,9 +301,6 @@ def test_secrets_in_a_transcript_reach_no_record_index_or_log(home, tmp_path):
 
 
 @pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
-@pytest.mark.xfail(strict=True, reason="BUG: RecordStore.upsert reports a candidate that is empty after "
-                                       "strip_private with its *raw* text (cand['text'][:80]); the normalizer logs "
-                                       "it, so the <private> content lands in logs/cortex.log")
 def test_private_span_does_not_reach_the_log(home, tmp_path):
     _secret_session(home, tmp_path, [("assistant", "[MEMORY: gotcha] <private>the db password is hunter2-xyzzy"
                                                    "</private>")])
@@ -315,9 +309,6 @@ def test_private_span_does_not_reach_the_log(home, tmp_path):
 
 
 @pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
-@pytest.mark.xfail(strict=True, reason="BUG: the extraction state saved in state/cursors.json (last_prompt, "
-                                       "failures cmd/err) is raw transcript text, never redacted; a secret in the "
-                                       "last prompt is copied into the Cortex home in clear")
 def test_secret_in_the_last_prompt_is_not_copied_into_the_state(home, tmp_path):
     _secret_session(home, tmp_path, [("user", "deploy with the staging key %s now" % FAKE_KEY)])
     assert FAKE_KEY not in Path(home.cursors).read_text()

@@ -92,7 +92,7 @@ def test_claude_code_memory_reaches_a_new_session(sandbox):
     sb = sandbox
     out = install(sb, "claude-code", "--project", str(sb.project))
     cmds = settings_commands(sb.project / ".claude" / "settings.json")
-    assert sorted(cmds) == ["PreCompact", "SessionEnd", "SessionStart", "Stop"]
+    assert sorted(cmds) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
     assert all(c.endswith("--client claude-code") for cs in cmds.values() for c in cs), out
 
     m = marker("orchid")
@@ -126,7 +126,7 @@ def test_claude_code_memory_reaches_a_new_session(sandbox):
     say("claude-code: decision from session 1 found in session 2's request at %s" % where_found(reqs, decision_text(m)))
 
     r = sb.cortex("uninstall", "claude-code", "--project", str(sb.project)).check()
-    assert r.stdout.count("\n  - ") == 4, r.stdout
+    assert r.stdout.count("\n  - ") == 5, r.stdout
     assert settings_commands(sb.project / ".claude" / "settings.json") == {}
     before = len(sb.events())
     mark = sb.anthropic.mark()
@@ -187,7 +187,7 @@ def test_codex_memory_reaches_a_new_session(sandbox):
     assert "/hooks" in out and "--dangerously-bypass-hook-trust" in out, "the trust instructions are missing"
     hooks_file = sb.codex_home / "hooks.json"
     cmds = settings_commands(hooks_file)
-    assert sorted(cmds) == ["PreCompact", "SessionEnd", "SessionStart", "Stop"]
+    assert sorted(cmds) == ["PreCompact", "SessionEnd", "SessionStart", "Stop", "UserPromptSubmit"]
     with open(hooks_file) as f:
         assert json.load(f)["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] <= 3
 
@@ -344,9 +344,11 @@ def test_hook_timings(sandbox, tmp_path):
             "Stop": stop,
             "SessionEnd": stop_payloads.get((client, "SessionEnd"), dict(base, hook_event_name="SessionEnd",
                                                                          reason="other")),
+            "UserPromptSubmit": dict(base, hook_event_name="UserPromptSubmit",
+                                     prompt="which database did we choose and why"),
         }
         for event, commands in settings_commands(settings).items():
-            home = sb.cortex_home if event == "SessionStart" else scratch
+            home = sb.cortex_home if event in ("SessionStart", "UserPromptSubmit") else scratch
             key = "%s %s" % (client, event)
             replay[key], floors[key] = _replay(sb, commands[0], payloads[event], home, RUNS)
     floor = [t for ts in floors.values() for t in ts]
