@@ -6,6 +6,7 @@ link to what replaced it; a conflict is a pair of links; only records archived *
 untouched for `memory.prune_after_days` are removed.  Everything is computed from the
 records and the given `now`, so running it twice changes nothing the second time.
 """
+import bisect
 import json
 import math
 import os
@@ -78,10 +79,24 @@ def rejected_subject(text: str):
     return None
 
 
-def effective_confidence(rec: dict, now: float, mem: dict, never_decay=()) -> float:
-    """Confidence after decay: halves every half-life of the record's type since it was last seen or
-    used; records used often or linked by many decay slower.  Decisions, rejections, preferences and
-    pinned records never decay."""
+def active_days(records) -> list:
+    """The days (UTC day numbers) on which anything happened in these records' scope, sorted."""
+    return sorted({int(t // 86400) for r in records for t in (r.get("times") or ())})
+
+
+def elapsed_days(last: float, now: float, days=None) -> float:
+    """How much time a record has been left behind: the number of active days of its scope after the
+    day it was last touched (so idle weeks do not count), or calendar days when no activity is known."""
+    if days is None:
+        return max(now - last, 0) / 86400.0
+    last_day, now_day = int(last // 86400), int(now // 86400)
+    return float(max(bisect.bisect_right(days, now_day) - bisect.bisect_right(days, last_day), 0))
+
+
+def effective_confidence(rec: dict, now: float, mem: dict, never_decay=(), days=None) -> float:
+    """Confidence after decay: halves every half-life of the record's type -- counted in active days
+    of its scope since it was last seen or used; records used often or linked by many decay slower.
+    Decisions, rejections, preferences and pinned records never decay."""
     conf = float(rec.get("confidence") or 0)
     hl = mem["half_life_days"].get(rec.get("type"))
     if rec.get("pinned") or rec.get("type") in never_decay or not hl:
@@ -90,7 +105,7 @@ def effective_confidence(rec: dict, now: float, mem: dict, never_decay=()) -> fl
     last = max(times) if times else now
     n = max(len(times) - 1, 0) + len(rec.get("related") or ())
     hl = hl * (1 + mem["use_slowdown"] * math.log1p(n))
-    return conf * 0.5 ** (max(now - last, 0) / 86400.0 / hl)
+    return conf * 0.5 ** (elapsed_days(last, now, days) / hl)
 
 
 class Consolidator:
@@ -244,54 +259,51 @@ def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) 
     try:
         rows = con.execute("SELECT id, type, status, confidence, pinned, times, path, scope_id FROM records "
                            "WHERE status IN ('active','archived')").fetchall()
-        activity = {sid: t for sid, t in _scope_activity(con)}
+        days = _scope_days(con)
     finally:
         con.close()
     actions = []
-    wall = now
     for rid, rtype, status, conf, pinned, times_json, path, scope_id in rows:
-        # decay follows the scope's activity, not the calendar (see rank.activity_time)
-        now = min(wall, activity.get(scope_id, wall))
         rec = {"id": rid, "type": rtype, "confidence": conf, "pinned": bool(pinned), "times": json.loads(times_json or "[]")}
+        sdays = days.get(scope_id, [])
+        last = max(rec["times"]) if rec["times"] else now
         if status == "active":
             hl = mem["half_life_days"].get(rtype)
             if pinned or rtype in never or not hl or not conf:
                 continue
-            eff = effective_confidence(rec, now, mem, never)
+            eff = effective_confidence(rec, now, mem, never, sdays)
             if eff >= mem["archive_below"]:
                 continue
-            # when it crossed under the threshold, from the decay law; archive a fixed time later
+            # it went under the threshold after `under` active days; archive after archive_after_days more
             n = max(len(rec["times"]) - 1, 0)
             hl_eff = hl * (1 + mem["use_slowdown"] * math.log1p(n))
-            last = max(rec["times"]) if rec["times"] else now
-            crossed = last + hl_eff * 86400 * math.log2(max(conf / mem["archive_below"], 1.0))
-            due = crossed + mem["archive_after_days"] * 86400
-            if now >= due:
-                when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due))
-                actions.append((rid, "archive", "confidence %.2f under %.2f since %s" % (
-                    eff, mem["archive_below"], time.strftime("%Y-%m-%d", time.gmtime(crossed)))))
-                if not dry_run:
-                    flag = []
-                    store.update(rid, lambda r, w=when: flag.append(_archive(r, w)) or flag[-1])
-                    if not flag or not flag[-1]:
-                        actions.pop()  # already archived on disk (the index lags by one run)
+            under = hl_eff * math.log2(max(conf / mem["archive_below"], 1.0))
+            if elapsed_days(last, now, sdays) < under + mem["archive_after_days"]:
+                continue
+            later = [d for d in sdays if d > int(last // 86400)]
+            due_day = later[min(int(math.ceil(under + mem["archive_after_days"])) - 1, len(later) - 1)] if later else 0
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due_day * 86400))
+            actions.append((rid, "archive", "confidence %.2f under %.2f for %d active days" % (
+                eff, mem["archive_below"], elapsed_days(last, now, sdays) - under)))
+            if not dry_run:
+                flag = []
+                store.update(rid, lambda r, w=when: flag.append(_archive(r, w)) or flag[-1])
+                if not flag or not flag[-1]:
+                    actions.pop()  # already archived on disk (the index lags by one run)
         else:
-            last = max(rec["times"]) if rec["times"] else 0
-            if now - last >= mem["prune_after_days"] * 86400:
-                actions.append((rid, "prune", "archived and untouched for %d days" % ((now - last) // 86400)))
+            if elapsed_days(last, now, sdays) >= mem["prune_after_days"] or (now - last) >= 3 * mem["prune_after_days"] * 86400:
+                actions.append((rid, "prune", "archived and untouched for %d active days" % elapsed_days(last, now, sdays)))
                 if not dry_run and path and os.path.exists(path):
                     os.unlink(path)
                     store.changed.add(rid)
     return actions
 
 
-def _scope_activity(con):
-    latest = {}
+def _scope_days(con) -> dict:
+    days = {}
     for sid, times in con.execute("SELECT scope_id, times FROM records"):
-        t = json.loads(times or "[]")
-        if t:
-            latest[sid] = max(latest.get(sid, 0), max(t))
-    return latest.items()
+        days.setdefault(sid, set()).update(int(t // 86400) for t in json.loads(times or "[]"))
+    return {sid: sorted(d) for sid, d in days.items()}
 
 
 def _archive(rec: dict, when: str) -> bool:

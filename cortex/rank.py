@@ -27,14 +27,7 @@ def recency(times: list, now: float, half_life_days: float) -> float:
     return 0.5 ** (age_days / half_life_days)
 
 
-def activity_time(records: list, now: float) -> float:
-    """The latest time anything happened in these records' scope, capped at now.  Confidence decays
-    with the scope's activity, not the calendar: a project left alone for months keeps its memory."""
-    latest = max((max(r.get("times") or [0]) for r in records), default=0)
-    return min(now, latest) if latest else now
-
-
-def parts(rec: dict, now: float, cfg: dict, activity: float = None) -> dict:
+def parts(rec: dict, now: float, cfg: dict, days=None) -> dict:
     """The score of one record and what it is made of (for `cortex why`)."""
     r = cfg["ranking"]
     times = rec.get("times") or []
@@ -43,7 +36,9 @@ def parts(rec: dict, now: float, cfg: dict, activity: float = None) -> dict:
     rec_ = 1.0 if never else recency(times, now, r["recency_half_life_days"])
     tw = r["type_weights"].get(rec["type"], 1.0)
     from .consolidate import effective_confidence, settings
-    conf = effective_confidence(rec, now if activity is None else activity, settings(cfg), r.get("never_decay", ()))
+    # confidence decays with the work done in the scope (active days), not the calendar: a project
+    # left alone for months keeps its memory as it was
+    conf = effective_confidence(rec, now, settings(cfg), r.get("never_decay", ()), days)
     score = (tw + r["activation_weight"] * act + r["recency_weight"] * rec_ + r["confidence_weight"] * conf
              + 0.1 * int(rec.get("priority") or 0))
     return {"score": score, "activation": act, "recency": rec_, "type_weight": tw, "confidence": conf,
@@ -53,10 +48,11 @@ def parts(rec: dict, now: float, cfg: dict, activity: float = None) -> dict:
 def order(records: list, now: float, cfg: dict, boost_session: str = None) -> list:
     """Records sorted best first: pinned, then by score; ties broken by id so the order is stable.
     `boost_session` lifts records of that session (the one that just compacted) to the top."""
-    activity = activity_time(records, now)
+    from .consolidate import active_days
+    days = active_days(records)
 
     def key(rec):
-        p = parts(rec, now, cfg, activity)
+        p = parts(rec, now, cfg, days)
         rec["_parts"] = p
         boosted = bool(boost_session and boost_session in (rec.get("sessions") or ()))
         return (not p["pinned"], not boosted, -p["score"], rec["id"])

@@ -31,6 +31,15 @@ COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "conf
 SNIPPET_CHARS = 110
 
 
+def _active_days(con, scope_ids) -> list:
+    """The days the project and its domain were worked on (decay counts these, not calendar days)."""
+    import json
+    from .consolidate import active_days
+    rows = con.execute("SELECT r.times FROM candidates c JOIN records r ON r.id=c.id WHERE c.scope_id IN (%s)"
+                       % ",".join("?" * len(scope_ids)), list(scope_ids)).fetchall()
+    return active_days([{"times": json.loads(t or "[]")} for (t,) in rows])
+
+
 def score(bm25: float, max_bm25: float, parts: dict, weights=WEIGHTS) -> dict:
     rel = bm25 / max_bm25 if max_bm25 > 0 else 0.0
     b = parts["activation"]
@@ -106,6 +115,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     try:
         scores = bm25_scores(con, terms)
         rows = _rows(con, sorted(scores))
+        days = _active_days(con, [project["id"], domain])
     finally:
         con.close()
     hits = []
@@ -122,7 +132,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     max_bm25 = max(scores[r["id"]] for r in hits)
     words = re.findall(r"\w+", query)
     for rec in hits:
-        p = rank.parts(rec, now, cfg)
+        p = rank.parts(rec, now, cfg, days)
         s = score(scores[rec["id"]], max_bm25, p)
         rec.update(bm25=scores[rec["id"]], parts=p, **s)
         rec["tier"] = (0 if rec["scope"] == "L0" and rec["scope_id"] == project["id"]

@@ -15,9 +15,9 @@ from . import manage
 NOT_CANDIDATE = "not pre-ranked (beyond session_start.candidates_per_scope)"
 
 
-def _entry(rec: dict, now: float, cfg: dict) -> dict:
+def _entry(rec: dict, now: float, cfg: dict, days=None) -> dict:
     from . import rank
-    p = rank.parts(rec, now, cfg)
+    p = rec.get("_parts") or rank.parts(rec, now, cfg, days)
     times = rec.get("times") or []
     return {"id": rec["id"], "type": rec["type"], "status": rec.get("status", "active"),
             "scope": rec.get("scope"), "scope_id": rec.get("scope_id"),
@@ -56,16 +56,18 @@ def why(home, cwd: str = None, cfg=None, now: float = None) -> dict:
     cwd = os.path.abspath(cwd or os.getcwd())
     text, details = session_start.build(home, cwd, now=now, cfg=cfg)
     project, domain = details["project"], details["domain"]
+    from .consolidate import active_days
+    days = active_days(list(details["kept"]) + [r for r, _ in details["left"]])
     kept = []
     for rec in details["kept"]:
-        e = _entry(rec, now, cfg)
+        e = _entry(rec, now, cfg, days)
         e["line"] = render.line_for(rec, now)
         e["section"] = "resume" if rec.get("_resume") else render.SECTION_OF.get(rec["type"], "knowledge")
         kept.append(e)
     left = []
     have = {r["id"] for r in details["kept"]} | {r["id"] for r, _ in details["left"]}
     for rec, reason in list(details["left"]) + _others(home, [project["id"], domain], have):
-        e = _entry(rec, now, cfg)
+        e = _entry(rec, now, cfg, days)
         e["reason"] = reason
         left.append(e)
     return {"project": project["id"], "project_root": project.get("root"), "domain": domain, "block": text,

@@ -217,7 +217,7 @@ def test_decay_by_type_and_archive_after_the_documented_time(env):
     cfg = cfg or config.load(home, fast=False)
     mem = settings(cfg)
     now = time.time()
-    old = {"type": "progress", "confidence": 0.7, "times": [now - 30 * 86400]}
+    old = {"type": "progress", "confidence": 0.7, "times": [now - 30 * 86400]}  # calendar clock (no days given)
     fresh = {"type": "progress", "confidence": 0.7, "times": [now - 3600]}
     decision = {"type": "decision", "confidence": 0.7, "times": [now - 400 * 86400]}
     used = {"type": "progress", "confidence": 0.7, "times": [now - 30 * 86400] * 1 + [now - 29 * 86400] * 6}
@@ -225,6 +225,10 @@ def test_decay_by_type_and_archive_after_the_documented_time(env):
     assert effective_confidence(old, now, mem, never) < 0.01 < effective_confidence(fresh, now, mem, never)
     assert effective_confidence(decision, now, mem, never) == 0.7
     assert effective_confidence(used, now, mem, never) > effective_confidence(old, now, mem, never)
+    # with the scope's active days as the clock, idle time does not count: 30 calendar days but
+    # only 2 days of work since the record was touched
+    days = [int((now - 30 * 86400) // 86400), int((now - 2 * 86400) // 86400), int(now // 86400)]
+    assert effective_confidence(old, now, mem, never, days) == pytest.approx(0.7 * 0.5 ** (2 / 3))
     # a session a month ago, alone: the project has been idle, so its memory stays as it was
     s1 = Session(root, project, "s1", now - 40 * 86400)
     s1.user("Tidy the build scripts please.")
@@ -233,11 +237,12 @@ def test_decay_by_type_and_archive_after_the_documented_time(env):
     normalize.run(home, now=now)
     store = RecordStore(home.records)
     assert lifecycle(home, store, cfg, now=now, dry_run=True) == []
-    # the project moves on without it: the month-old progress record fades into the archive
-    s2 = Session(root, project, "s2", now - 3600)
-    s2.user("Now add the release notes generator.")
-    s2.tool("Write", file_path=os.path.join(project, "notes.py"), content="x")
-    s2.stop(home)
+    # the project moves on without it for 12 working days: the old progress record fades into the archive
+    for day in range(12, 0, -1):
+        s2 = Session(root, project, "s2-%d" % day, now - day * 86400)
+        s2.user("Day %d: add the release notes generator, part %d." % (day, day))
+        s2.tool("Write", file_path=os.path.join(project, "notes%d.py" % day), content="x")
+        s2.stop(home)
     normalize.run(home, now=now)
     status = {r["id"]: (r["status"], r["text"]) for r in records(home)}
     old_id = next(i for i, (_, t) in status.items() if "build scripts" in t)
