@@ -111,7 +111,48 @@ class Run:
         self.touched_scopes = set()
 
     # -- events -------------------------------------------------------------------------
+    def sweep_leftovers(self):
+        """Temp files of a run that was killed mid-write (atomic writes never leave a half file in
+        place, but their temp files stay).  Only after a run that did not finish."""
+        marker = self.home.path("state", "running")
+        self.recover_tmp()
+        if os.path.exists(marker):
+            for folder in (self.home.records, self.home.path("state")):
+                for root, _, files in os.walk(folder):
+                    for name in files:
+                        if name.startswith(".") and name.endswith(".tmp") or name.endswith(".part"):
+                            try:
+                                os.unlink(os.path.join(root, name))
+                            except OSError:
+                                pass
+        atomic_write_text(marker, str(os.getpid()))
+
+    def recover_tmp(self, older_than: float = 600.0):
+        """inbox/tmp/ files a hook left when it was killed: a complete event is delivered to pending/,
+        anything else is removed.  Only files older than `older_than` seconds (a hook may be writing)."""
+        cutoff = time.time() - older_than
+        folder = self.home.inbox_dir("tmp")
+        for name in inbox.list_names(self.home, "tmp"):
+            p = os.path.join(folder, name)
+            try:
+                if os.lstat(p).st_mtime > cutoff:
+                    continue
+                if name.endswith(".json") and not os.path.islink(p):
+                    with open(p, "rb") as f:
+                        json.loads(f.read().decode("utf-8"))
+                    os.rename(p, os.path.join(self.home.inbox_dir("pending"), name))
+                    self.log.info("tmp_event_recovered", event_file=name)
+                    continue
+            except (OSError, ValueError):
+                pass
+            try:
+                os.unlink(p)
+                self.log.info("tmp_leftover_removed", file=name)
+            except OSError:
+                pass
+
     def run(self):
+        self.sweep_leftovers()
         names = inbox.claim_all(self.home)
         self.stats["events"] = len(names)
         groups = {}
@@ -137,6 +178,10 @@ class Run:
         self.finish_index()
         self.cleanup_blobs()
         self.prune_done()
+        try:
+            os.unlink(self.home.path("state", "running"))
+        except OSError:
+            pass
         return self.stats
 
     def _fail(self, name, reason):
@@ -156,6 +201,7 @@ class Run:
             return None, "transcript_path %r is not an absolute path to a .jsonl/.json file; ignored" % (str(path)[:200],)
         if path and os.path.isfile(path) and not os.path.islink(path):
             return path, None
+        linked = bool(path) and os.path.islink(path)
         for _, ev in reversed(evs):
             blob = (ev.get("transcript") or {}).get("blob")
             if blob and "/" not in blob and "\\" not in blob:
@@ -164,6 +210,9 @@ class Run:
                     return bp, None
         if not path:
             return None, "the hook payload names no transcript_path"
+        if linked:
+            return None, ("transcript_path %s is a symbolic link; Cortex reads only regular files it is named "
+                          "directly (and no copy was captured)" % path)
         return None, ("transcript %s is gone and no copy was captured (the client may have deleted it); "
                       "nothing to read" % path)
 
