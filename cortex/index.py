@@ -6,7 +6,7 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   terms        term -> document frequency
   sessions     session id -> records it produced (for SessionStart after compaction)
   candidates   per scope, the records pre-ranked by the normalizer for session start
-  candidates_ranked  per scope, when its candidates were last ranked over the whole scope
+  candidates_ranked  per scope, when its candidates were last ranked over the whole scope (and over how many)
   meta         corpus statistics (document count, total length, idf sum) and build info
 
 BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
@@ -29,16 +29,20 @@ CREATE TABLE IF NOT EXISTS records(
   status TEXT NOT NULL, text TEXT NOT NULL, confidence REAL, salience REAL, pinned INTEGER, priority INTEGER,
   created TEXT, updated TEXT, times TEXT, tokens INTEGER, files TEXT, branch TEXT, plan TEXT,
   sessions TEXT, path TEXT, doclen INTEGER, file_state TEXT);
-CREATE INDEX IF NOT EXISTS records_scope ON records(scope_id, status);
+DROP INDEX IF EXISTS records_scope;
+CREATE INDEX IF NOT EXISTS records_scope_type ON records(scope_id, status, type, updated);
 CREATE INDEX IF NOT EXISTS records_doclen ON records(id, doclen);
 CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY(term, id))
   WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_id ON postings(id);
 CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS terms_df ON terms(df);
 CREATE TABLE IF NOT EXISTS sessions(session TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(session, id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id);
 CREATE TABLE IF NOT EXISTS candidates(scope_id TEXT NOT NULL, rank INTEGER NOT NULL, id TEXT NOT NULL,
   PRIMARY KEY(scope_id, rank)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at REAL NOT NULL, active INTEGER)
+  WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 """
 
@@ -76,6 +80,9 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
         if "file_state" not in cols:  # an index from before reality checks: add the column in place
             con.execute("ALTER TABLE records ADD COLUMN file_state TEXT")
+        if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
+            # a development version without the scope size: it only says when to re-rank, so start over
+            con.executescript("DROP TABLE candidates_ranked; " + DDL)
     return con
 
 
@@ -164,8 +171,8 @@ class Index:
 
 def corpus_idf_sum(con, n: int):
     """(sum of every term's idf, number of terms), the average idf rank_bm25's epsilon floor needs.
-    Terms are grouped by document frequency in SQL, so this costs one pass in C over the terms table
-    and one log per distinct df (a few hundred), not one Python step per term."""
+    Terms are grouped by document frequency in SQL (over the terms_df index: no sort), so this costs one
+    pass in C and one log per distinct df (a few hundred), not one Python step per term."""
     idf_sum, vocab = 0.0, 0
     for df, count in con.execute("SELECT df, COUNT(*) FROM terms GROUP BY df"):
         idf_sum += count * (math.log(n - df + 0.5) - math.log(df + 0.5))

@@ -32,7 +32,7 @@ def compute_candidates(idx: Index, cfg: dict, scope_id: str, now: float = None):
     rows = idx.con.execute("SELECT %s FROM records WHERE scope_id=? AND status='active'" % CANDIDATE_COLUMNS,
                            (scope_id,)).fetchall()
     _store_candidates(idx, cfg, scope_id, _candidate_recs(rows), now)
-    idx.con.execute("INSERT OR REPLACE INTO candidates_ranked VALUES(?, ?)", (scope_id, now))
+    idx.con.execute("INSERT OR REPLACE INTO candidates_ranked VALUES(?, ?, ?)", (scope_id, now, len(rows)))
 
 
 def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: float = None):
@@ -43,22 +43,19 @@ def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: f
     Otherwise, and at least hourly, the whole scope is ranked again."""
     now = time.time() if now is None else now
     con = idx.con
-    row = con.execute("SELECT full_at FROM candidates_ranked WHERE scope_id=?", (scope_id,)).fetchone()
-    last_full = float(row[0]) if row else None
-    if last_full is None or not (0 <= now - last_full < FULL_EVERY_SECONDS):
-        return compute_candidates(idx, cfg, scope_id, now)
-    (active,) = con.execute("SELECT COUNT(*) FROM records WHERE scope_id=? AND status='active'",
-                            (scope_id,)).fetchone()
-    if active <= INCREMENTAL_FROM:
+    row = con.execute("SELECT full_at, active FROM candidates_ranked WHERE scope_id=?", (scope_id,)).fetchone()
+    if (row is None or not (0 <= now - float(row[0]) < FULL_EVERY_SECONDS)
+            or int(row[1] or 0) <= INCREMENTAL_FROM):  # the scope's size at its last full ranking
         return compute_candidates(idx, cfg, scope_id, now)
     pool = {r[0] for r in con.execute("SELECT id FROM candidates WHERE scope_id=?", (scope_id,))}
     pool.update(changed_ids)
     pool = sorted(pool)
     rows = []
-    for i in range(0, len(pool), 500):
+    for i in range(0, len(pool), 500):  # by id (primary key seeks), then the scope and status are checked here
         chunk = pool[i:i + 500]
-        rows += con.execute("SELECT %s FROM records WHERE scope_id=? AND status='active' AND id IN (%s)"
-                            % (CANDIDATE_COLUMNS, ",".join("?" * len(chunk))), [scope_id] + chunk).fetchall()
+        rows += [r[:-1] for r in con.execute("SELECT %s, scope_id FROM records WHERE id IN (%s)"
+                                             % (CANDIDATE_COLUMNS, ",".join("?" * len(chunk))), chunk)
+                 if r[-1] == scope_id and r[2] == "active"]
     _store_candidates(idx, cfg, scope_id, _candidate_recs(rows), now)
 
 
@@ -68,9 +65,12 @@ def _store_candidates(idx: Index, cfg: dict, scope_id: str, recs: list, now: flo
     limit = int(cfg["session_start"]["candidates_per_scope"])
     keep = [r["id"] for r in ranked[:limit]]
     # the newest plan of the scope is always a candidate: it is what "where you left off" shows
-    extra = [r[0] for r in idx.con.execute(
-        "SELECT id FROM records WHERE scope_id=? AND status='active' AND type IN ('plan','progress') "
-        "ORDER BY updated DESC LIMIT 3", (scope_id,))]
+    # (the 3 newest plans or progress notes: 3 per type from the records_scope_type index, merged)
+    newest = []
+    for rtype in ("plan", "progress"):
+        newest += idx.con.execute("SELECT updated, id FROM records WHERE scope_id=? AND status='active' AND type=? "
+                                  "ORDER BY updated DESC LIMIT 3", (scope_id, rtype)).fetchall()
+    extra = [rid for _, rid in sorted(newest, key=lambda r: (r[0] or ""), reverse=True)[:3]]
     for rid in extra:
         if rid not in keep:
             keep.append(rid)
@@ -110,7 +110,7 @@ def update_index(home, cfg, changed_ids, touched_scopes):
             if not paths:
                 idx.delete(rid)
                 continue
-            rec = records_mod.read(paths[0])
+            rec = read_record(paths[0])
             idx.upsert(rec, paths[0], tokenize)
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         _note_stemmer(idx)
@@ -492,8 +492,8 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
     Built for size: record files are read and analysed in worker processes (`workers`, default: up to 4
     when there are more than PARALLEL_FROM files; env CORTEX_REINDEX_WORKERS overrides), rows and
     postings go in with one executemany per chunk, postings are staged unordered and copied once in
-    key order, document frequencies come from one GROUP BY, and the postings(id) index is rebuilt
-    at the end instead of maintained row by row."""
+    key order, document frequencies come from one GROUP BY, and the postings(id), terms(df) and
+    sessions(id) indexes are rebuilt at the end instead of maintained row by row."""
     from .index import INSERT_RECORD
     paths = list(records_mod.iter_paths(home.records))
     loaded = _Loader(paths, _workers(len(paths), workers))  # workers start before the database is opened
@@ -505,6 +505,8 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         con.execute("PRAGMA cache_size=-65536")  # 64 MiB for this rebuild's connection
         con.execute("BEGIN IMMEDIATE")
         con.execute("DROP INDEX IF EXISTS postings_id")
+        con.execute("DROP INDEX IF EXISTS terms_df")
+        con.execute("DROP INDEX IF EXISTS sessions_id")
         for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta"):
             con.execute("DELETE FROM %s" % table)
         con.execute("CREATE TEMP TABLE IF NOT EXISTS reindex_postings(term TEXT, id TEXT, tf INTEGER)")
@@ -548,6 +550,8 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         con.execute("DROP TABLE temp.reindex_postings")
         con.execute("INSERT INTO terms SELECT term, COUNT(*) FROM postings GROUP BY term")
         con.execute("CREATE INDEX IF NOT EXISTS postings_id ON postings(id)")
+        con.execute("CREATE INDEX IF NOT EXISTS terms_df ON terms(df)")
+        con.execute("CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id)")
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         _note_stemmer(idx)
         now = time.time()

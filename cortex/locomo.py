@@ -123,16 +123,17 @@ def text_speaker_date(turns, i):
     return "%s (%s): %s" % (t["speaker"], _day(t), text_caption(turns, i))
 
 
-def text_context(turns, i, window=1):
+def text_context(turns, i, window=1, after=None, own=2):
     """Speaker, date, the turn (twice: it outweighs its neighbours), then the neighbouring turns of the
     same session as context."""
     t = turns[i]
-    own = text_speaker_date(turns, i)
+    after = window if after is None else after
     ctx = []
-    for j in range(i - window, i + window + 1):
+    for j in range(i - window, i + after + 1):
         if j != i and 0 <= j < len(turns) and turns[j]["session"] == t["session"]:
             ctx.append("%s: %s" % (turns[j]["speaker"], text_caption(turns, j)))
-    return own + "\n" + text_caption(turns, i) + ("\ncontext: " + " / ".join(ctx) if ctx else "")
+    return "\n".join([text_speaker_date(turns, i)] + [text_caption(turns, i)] * (own - 1)) + (
+        "\ncontext: " + " / ".join(ctx) if ctx else "")
 
 
 def text_prev(turns, i):
@@ -148,6 +149,16 @@ def text_prev(turns, i):
 def text_context2(turns, i):
     """As +context, with two turns either side."""
     return text_context(turns, i, window=2)
+
+
+def text_context2_own3(turns, i):
+    """As +context x2, with the turn three times."""
+    return text_context(turns, i, window=2, own=3)
+
+
+def text_context2_1(turns, i):
+    """Speaker, date, the turn twice, two turns before it and one after."""
+    return text_context(turns, i, window=2, after=1)
 
 
 def text_context3(turns, i):
@@ -177,7 +188,7 @@ def text_session(turns, i):
 
 
 TEXTS = {"turn": text_turn, "caption": text_caption, "speaker-date": text_speaker_date, "prev": text_prev,
-         "context": text_context, "context2": text_context2, "context3": text_context3,
+         "context": text_context, "context2": text_context2, "context2-own3": text_context2_own3, "context2-1": text_context2_1, "context3": text_context3,
          "context5": text_context5, "context-once": text_context_once,
          "session": text_session}
 
@@ -196,6 +207,8 @@ VARIANTS = {
     "recall: +reply-to": ("recall", "prev"),
     "recall: +context": ("recall", "context"),
     "recall: +context x2": ("recall", "context2"),
+    "recall: +context x2 own x3": ("recall", "context2-own3"),
+    "recall: +context 2 before 1 after": ("recall", "context2-1"),
     "recall: +context x3": ("recall", "context3"),
     "recall: +context x5": ("recall", "context5"),
     "recall: +context once": ("recall", "context-once"),

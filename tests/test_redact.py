@@ -125,7 +125,8 @@ def _plant(rng: random.Random, line: str, s: Sample) -> str:
     if where == "start":
         return text + rng.choice([" ", "\\n", "\t"]) + line
     if where == "end":
-        return line + rng.choice([" ", "\\n", "\t", ""]) + text
+        glue = [""] if line and not line[-1].isalnum() else []  # right after `}` or `"` is fine
+        return line + rng.choice([" ", "\\n", "\t"] + glue) + text
     i = rng.randrange(len(line) + 1)
     return line[:i] + rng.choice([" ", "\\n", "\t", " \"", "("]) + text + rng.choice(
         [" ", "\\n", "\t", "\" ", ")", ". ", ", "]) + line[i:]
@@ -137,7 +138,7 @@ def test_secrets_planted_in_real_transcript_lines():
     failures = []
     planted = 0
     per_file = 40
-    for fi, f in enumerate(files):
+    for f in files:
         lines = [l.rstrip("\n") for l in f.open(encoding="utf-8")]
         for _ in range(per_file):
             line = rng.choice(lines)

@@ -2,11 +2,12 @@
 
 `corpus(seed)` returns FakeSecret items: `text` is how the secret appears in a transcript (with its key name,
 prefix or header), `value` is the part that must never be stored (the random part: public prefixes such as
-`sk-ant-api03-` or `AKIA` are not secret and are left out of it).  `survivors(haystack, secrets)` says which
-secrets show up in a text, whole or in part (any 12-character window of the value).
+`sk-ant-api03-` or `AKIA` are not secret and are left out of it; `fragments` when there are several such
+parts).  `survivors(haystack, secrets)` says which secrets show up in a text, whole or in part (any
+12-character window of a fragment).
 
-If tests/secret_corpus.py (owned by the redaction work) exists and offers `fake_secrets(seed)` returning
-(kind, text, value) triples, those are added to this corpus.
+The samples of tests/secret_corpus.py (the redaction work's generator, `samples(seed, per_kind)`: every kind
+in several surrounding forms) are added when that module is there.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class FakeSecret:
     text: str    # as it appears in a transcript
     value: str   # what must never be stored
     pathsafe: bool = True  # can be used inside a file or folder name
+    fragments: tuple = ()  # several random parts (defaults to (value,))
+
+    def parts(self):
+        return self.fragments or (self.value,)
 
 
 def _rand(r, alphabet, n):
@@ -106,16 +111,19 @@ def corpus(seed: int = 7) -> list:
     return out
 
 
-def _external(seed):
+def _external(seed, per_kind=2):
     try:
-        from secret_corpus import fake_secrets  # tests/secret_corpus.py, if the redaction work provides it
-    except Exception:  # noqa: BLE001 - absent or different: our own corpus is enough
+        from secret_corpus import samples  # tests/secret_corpus.py, owned by the redaction work
+    except Exception:  # noqa: BLE001 - absent: our own corpus is enough
         return []
     extra = []
     try:
-        for kind, text, value in fake_secrets(seed):
-            extra.append(FakeSecret("ext-" + str(kind), text, value, pathsafe=False))
-    except Exception:  # noqa: BLE001
+        for smp in samples(seed=seed, per_kind=per_kind):
+            frags = tuple(f for f in smp.fragments if len(f) >= 8)
+            if frags:
+                extra.append(FakeSecret("ext-%s-%s" % (smp.kind, smp.form), smp.text, frags[0], pathsafe=False,
+                                        fragments=frags))
+    except Exception:  # noqa: BLE001 - a different API: skip it rather than fail the corpus
         return []
     return extra
 
@@ -128,4 +136,4 @@ def windows(value: str, size: int = 12, step: int = 4):
 
 def survivors(haystack: str, secrets) -> list:
     """The secrets whose value (or any 12-character window of it) occurs in haystack."""
-    return [s for s in secrets if any(w in haystack for w in windows(s.value))]
+    return [s for s in secrets if any(w in haystack for v in s.parts() for w in windows(v))]

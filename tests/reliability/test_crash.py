@@ -204,11 +204,6 @@ def _index_mismatches(campaign):
             for r in campaign["runs"] if not all(r["index_equal"].values())]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a kill after a session's records are written but before update_index commits leaves records the "
-    "index never gets: on the rerun the same upserts are 'unchanged', so RecordStore.changed stays empty and "
-    "normalize.Run.index_changes/finish_index skip them (records/postings/terms/sessions rows missing). "
-    "Also tests/test_normalize.py::test_after_a_crash_and_rerun_the_index_holds_every_record"))
 def test_crash_rerun_gives_the_clean_run_s_index(campaign):
     bad = _index_mismatches(campaign)
     report("crash: index after kill + rerun", runs=len(campaign["runs"]), identical=len(campaign["runs"]) - len(bad),
@@ -276,3 +271,25 @@ def test_crash_killed_capture_hook_never_leaves_a_partial_event_in_pending(tmp_p
     # the normalizer takes every complete event (none of them can be half-written)
     stats = norm.run(home)
     assert stats.get("events", 0) == complete
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG (disk leak): nothing ever removes what a killed writer leaves: a hook killed mid-write leaves its event "
+    "in inbox/tmp/ (seen in the hook kill test: leftovers_in_tmp), and a killed atomic write leaves a hidden "
+    "'.<name>.<pid>.<rand>.tmp' beside the record / cursor / index file; the normalizer never looks at them "
+    "(inbox/tmp/ is never read, RecordStore.iter_paths skips dot files).  Fix: at the start of a run (holding the "
+    "lock), delete inbox/tmp/* and '.*.tmp' files under records/ and state/ older than an hour"))
+def test_crash_leftovers_of_killed_writers_are_cleaned_up(tmp_path):
+    home = make_home(tmp_path / "home").ensure()
+    old = time.time() - 2 * 86400
+    left = [os.path.join(home.inbox_dir("tmp"), "1700000000.P1Q1Rdead.host.json"),
+            os.path.join(home.records, "L0", "demo-12345678", ".rdeadbeefdeadbeef.md.4242.abcd.tmp"),
+            os.path.join(home.path("state"), ".cursors.json.4242.abcd.tmp")]
+    for p in left:
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write('{"partial": ')
+        os.utime(p, (old, old))
+    drop_event(home, hook_payload(copy_fixture("cc-1.0.98", tmp_path / "client")))
+    norm.run(home)
+    assert [p for p in left if os.path.exists(p)] == []

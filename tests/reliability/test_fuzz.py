@@ -10,8 +10,10 @@ Examples per property: CORTEX_HYPOTHESIS_EXAMPLES (default 200; records.parse ge
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import tempfile
 import traceback
 from pathlib import Path
@@ -145,6 +147,7 @@ def _file_bytes(client, data) -> bytes:
 
 
 _tmp = tempfile.mkdtemp(prefix="cortex-fuzz-")
+atexit.register(shutil.rmtree, _tmp, True)
 
 
 def _extract_all(res, client):
