@@ -12,9 +12,9 @@ import pytest
 
 from cortex import normalize as norm
 
-from cortex_testkit import append_turns, transcript_meta
+from cortex_testkit import append_turns
 
-from .helpers import (all_event_names, copy_fixture, cortex_cli, drop_event, env_for, env_int, event_names,
+from .helpers import (all_event_names, copy_fixture, drop_event, env_for, env_int, event_names,
                       hook_payload, index_tables, make_home, read_log, reason_of, record_files, report, run_measured,
                       script)
 

@@ -1,0 +1,266 @@
+"""Full disk and read-only home.
+
+A full disk is simulated with RLIMIT_FSIZE in the child (writes past N bytes fail with EFBIG, and a write that
+crosses the limit is cut short, exactly what a disk that fills mid-write does; SIGXFSZ is ignored).  It works
+for root too, unlike chmod.  A read-only home is a home whose folders are 0555 and files 0444; when the tests
+run as root (CI containers), the child runs through `setpriv` without CAP_DAC_OVERRIDE so the modes apply.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import sqlite3
+
+import pytest
+
+from cortex import normalize as norm
+
+from .helpers import (TRANSCRIPTS, all_event_names, check_records_parse, copy_events, copy_fixture, drop_event,
+                      env_for, hook_payload, index_tables, make_home, read_log, record_files, report, run_measured,
+                      script, stray_temp_files)
+
+MiB = 1024 * 1024
+
+
+def _fsize(limit):
+    def pre():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return pre
+
+
+# ----------------------------------------------------------------------------------------- hooks
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: capture.write_event does a single `os.write(fd, data)` and ignores its return value: when the disk fills "
+    "mid-write the write is short, and the truncated event is fsynced and renamed into inbox/pending/ as if "
+    "complete (the normalizer later quarantines it as invalid JSON), and nothing is logged.  Fix: loop until "
+    "every byte is written, as fsutil.atomic_write_bytes does (a short write then raises ENOSPC/EFBIG), unlink "
+    "the tmp file on any error, and let capture() log it"))
+def test_a_hook_on_a_full_disk_exits_0_fast_leaves_no_partial_event_and_logs(tmp_path):
+    home = make_home(tmp_path / "home").ensure()
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    payload = dict(hook_payload(path), last_assistant_message="z" * 20000)  # the event is > 20 KB
+    rc, out, err, _rss, secs = run_measured(script("cortex-stop", "--client", "claude-code"), env_for(home),
+                                            json.dumps(payload).encode(), preexec_fn=_fsize(8192))
+    pend = all_event_names(home)["pending"]
+    partial = []
+    for n in pend:
+        try:
+            json.loads(open(os.path.join(home.inbox_dir("pending"), n), "rb").read())
+        except ValueError:
+            partial.append(n)
+    report("full disk: capture hook", exit=rc, hook_s=round(secs, 2), events_in_pending=len(pend),
+           partial_events=len(partial), logged="capture_failed" in read_log(home))
+    assert rc == 0 and out == b"" and err == b""
+    assert secs < 5
+    assert partial == []
+    assert "capture_failed" in read_log(home)
+
+
+def test_a_hook_on_a_full_disk_with_a_small_payload_still_exits_0(tmp_path):
+    home = make_home(tmp_path / "home").ensure()
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    rc, out, err, _rss, secs = run_measured(script("cortex-stop", "--client", "claude-code"), env_for(home),
+                                            json.dumps(hook_payload(path)).encode(), preexec_fn=_fsize(0))
+    assert rc == 0 and out == b"" and err == b"" and secs < 5
+    assert all_event_names(home)["pending"] == []
+
+
+def _readonly_runner():
+    """A command prefix that makes file modes bind the child, or None when that cannot be arranged."""
+    if os.geteuid() != 0:
+        return []
+    sp = shutil.which("setpriv")
+    if not sp:
+        return None
+    return [sp, "--inh-caps=-dac_override,-dac_read_search,-fowner",
+            "--bounding-set=-dac_override,-dac_read_search,-fowner", "--"]
+
+
+def _make_readonly(root):
+    for dirpath, dirs, files in os.walk(root):
+        for n in files:
+            os.chmod(os.path.join(dirpath, n), 0o400)
+        os.chmod(dirpath, 0o500)
+
+
+def _make_writable(root):
+    for dirpath, dirs, files in os.walk(root):
+        os.chmod(dirpath, 0o700)
+        for n in files:
+            os.chmod(os.path.join(dirpath, n), 0o600)
+
+
+@pytest.fixture
+def readonly_home(tmp_path):
+    prefix = _readonly_runner()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: cannot make file modes bind the child")
+    home = make_home(tmp_path / "home").ensure()
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    drop_event(home, hook_payload(path))
+    norm.run(home)  # a home that has been used: records, index, log
+    name = os.path.basename(drop_event(home, hook_payload(path)))  # and one event waiting
+    _make_readonly(home.root)
+    yield home, path, prefix, name
+    _make_writable(home.root)
+
+
+def test_a_hook_with_a_read_only_home_exits_0_fast_and_silent(readonly_home):
+    home, path, prefix, _name = readonly_home
+    before = all_event_names(home)
+    rc, out, err, _rss, secs = run_measured(prefix + script("cortex-stop", "--client", "claude-code"),
+                                            env_for(home), json.dumps(hook_payload(path)).encode())
+    report("read-only home: capture hook", exit=rc, hook_s=round(secs, 2), output=len(out + err))
+    assert rc == 0 and out == b"" and err == b"" and secs < 5
+    assert all_event_names(home) == before
+
+
+def _normalize_readonly(readonly_home):
+    home, path, prefix, name = readonly_home
+    before_records = record_files(home)
+    rc, out, err, _rss, secs = run_measured(prefix + script("cortex-normalize"), env_for(home))
+    report("read-only home: normalize", exit=rc, stderr_lines=len(err.strip().splitlines()),
+           stderr_last=err.decode(errors="replace").strip().splitlines()[-1:])
+    return home, name, before_records, rc, err
+
+
+def test_normalize_with_a_read_only_home_loses_nothing(readonly_home):
+    home, name, before_records, rc, err = _normalize_readonly(readonly_home)
+    assert all_event_names(home)["pending"] == [name]
+    assert record_files(home) == before_records
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: with a read-only (or unwritable) home, cortex-normalize dies with a Python traceback "
+    "(log.get_logger's os.open of logs/cortex.log raises PermissionError, outside any handler in "
+    "normalize.run/main) instead of the one-line error the README promises.  Fix: in normalize.main wrap run() "
+    "in `except OSError as e: error_line('cannot write the Cortex home %s: %s' % (home.root, e.strerror), "
+    "'check its owner, mode and free space'); return 1`, and make get_logger fall back to a null logger when the "
+    "log cannot be opened"))
+def test_normalize_with_a_read_only_home_says_so_in_one_line(readonly_home):
+    home, name, before_records, rc, err = _normalize_readonly(readonly_home)
+    assert b"Traceback" not in err
+    assert rc != 0 and len(err.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------------------- normalizer
+
+FULL_FIXTURES = ("cc-1.0.108", "cc-2.0.64", "codex-0.125", "gemini")
+LIMITS = (600, 2500, 9000, 30000, 200000)  # bytes per file: hit record, index, cursor and log writes
+
+
+@pytest.fixture(scope="module")
+def full_disk_runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("full")
+    tpl = make_home(base / "template")
+    names = []
+    for n in FULL_FIXTURES:
+        client = TRANSCRIPTS[n][2]
+        names.append(os.path.basename(drop_event(tpl, hook_payload(copy_fixture(n, base / "client"), client),
+                                                 client=client)))
+    clean = make_home(base / "clean")
+    copy_events(tpl, clean)
+    norm.run(clean)
+    want = {"records": record_files(clean), "index": index_tables(clean), "done": all_event_names(clean)["done"]}
+    runs = []
+    for limit in LIMITS:
+        h = make_home(base / ("l%d" % limit))
+        copy_events(tpl, h)
+        rc, out, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(h), preexec_fn=_fsize(limit))
+        ev = all_event_names(h)
+        n_files, half = check_records_parse(h)
+        integrity = None
+        if os.path.exists(h.index_db):
+            con = sqlite3.connect(h.index_db)
+            try:
+                integrity = con.execute("PRAGMA integrity_check").fetchone()[0]
+            finally:
+                con.close()
+        first = {"exit": rc, "stderr_tail": err.decode(errors="replace").strip().splitlines()[-1:],
+                 "events": {k: len(v) for k, v in ev.items()}, "records": n_files, "half_written": half,
+                 "integrity": integrity, "stray_tmp": len(stray_temp_files(h)),
+                 "reasons": sorted({open(os.path.join(h.inbox_dir("failed"), n + ".reason.txt")).read()[:90]
+                                    for n in ev["failed"]})}
+        # the same failure, then the documented remedy: `cortex inbox retry` once there is room again
+        h2 = make_home(base / ("r%d" % limit))
+        copy_events(tpl, h2)
+        run_measured(script("cortex-normalize"), env_for(h2), preexec_fn=_fsize(limit))
+        stats = norm.run(h)  # the disk has room again
+        rc2, _o, err2, _rss, _s = run_measured(script("cortex", "inbox", "retry"), env_for(h2))
+        try:
+            norm.run(h2)
+            crash = None
+        except Exception as e:  # noqa: BLE001 - see test_an_index_file_without_tables_does_not_crash_the_next_run
+            crash = "%s: %s" % (type(e).__name__, e)
+        runs.append({"limit": limit, "first": first, "home": h, "ev_after": all_event_names(h), "stats": stats,
+                     "same_records": record_files(h) == want["records"],
+                     "same_index": index_tables(h) == want["index"],
+                     "retry": {"rc": rc2, "same_records": record_files(h2) == want["records"],
+                               "same_index": index_tables(h2) == want["index"],
+                               "done": sorted(all_event_names(h2)["done"]) == sorted(want["done"]),
+                               "crash": crash}})
+    return {"runs": runs, "names": sorted(names), "want": want}
+
+
+def test_normalize_on_a_full_disk_corrupts_nothing_and_loses_no_event(full_disk_runs):
+    for r in full_disk_runs["runs"]:
+        f = r["first"]
+        report("full disk: normalize with RLIMIT_FSIZE=%d" % r["limit"], **{k: v for k, v in f.items()
+                                                                            if k != "half_written"})
+        assert f["half_written"] == [], r["limit"]
+        assert f["integrity"] in (None, "ok"), r["limit"]
+        ev = r["ev_after"]
+        assert sorted(ev["pending"] + ev["claimed"] + ev["done"] + ev["failed"]) == full_disk_runs["names"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "BUG: a write that fails for lack of space (ENOSPC/EDQUOT/EFBIG, or SQLite's 'disk I/O error' / 'database "
+    "or disk is full') inside a session is caught by normalize.Run.run's `except Exception` and the session's "
+    "events are quarantined to failed/ ('normalizer error ... disk I/O error'), so the next run -- with room "
+    "again -- does not retry them and the result differs from a clean run until someone runs `cortex inbox "
+    "retry`; and when the log itself cannot grow, the structlog write inside that except handler raises "
+    "OSError(EFBIG) and the run dies with a traceback (exit 1).  Fix: in Run.run, on OSError with errno in "
+    "(ENOSPC, EDQUOT, EFBIG, EROFS) or sqlite3.OperationalError from a write, stop the run and leave the "
+    "remaining events in claimed/ (the next run takes them), exit non-zero with one line; make log writes "
+    "never raise (wrap the structlog stream in one that swallows OSError)"))
+def test_normalize_resumes_after_a_full_disk_with_the_clean_result(full_disk_runs):
+    want = full_disk_runs["want"]
+    bad = []
+    for r in full_disk_runs["runs"]:
+        if r["first"]["events"]["failed"] or not r["same_records"] or not r["same_index"] or \
+                sorted(r["ev_after"]["done"]) != sorted(want["done"]):
+            bad.append((r["limit"], r["first"]["events"], r["first"]["reasons"][:1], r["same_records"],
+                        r["same_index"]))
+    assert bad == [], bad
+
+
+def test_inbox_retry_after_a_full_disk_gives_the_clean_result(full_disk_runs):
+    bad = [(r["limit"], r["retry"]) for r in full_disk_runs["runs"]
+           if not (r["retry"]["same_records"] and r["retry"]["same_index"] and r["retry"]["done"])]
+    report("full disk: inbox retry then normalize", limits=len(full_disk_runs["runs"]),
+           clean_after_retry=len(full_disk_runs["runs"]) - len(bad), differing=[b[0] for b in bad])
+    assert bad == []
+
+
+def test_an_index_file_without_tables_does_not_crash_the_next_run(tmp_path):
+    home = make_home(tmp_path / "home")
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    drop_event(home, hook_payload(path))
+    norm.run(home)
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(home.index_db + suffix):
+            os.unlink(home.index_db + suffix)
+    con = sqlite3.connect(home.index_db)  # what a full disk leaves: a database file with no tables
+    con.execute("PRAGMA user_version=0")
+    con.commit()
+    con.close()
+    os.unlink(home.cursors)  # the same transcript read again (as after `cortex inbox retry`): all 'unchanged'
+    drop_event(home, hook_payload(path))
+    rc, out, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(home))
+    assert rc == 0 and b"Traceback" not in err, err.decode(errors="replace")[-800:]
+    assert index_tables(home)["records"], "the records are not in the index"

@@ -1,0 +1,297 @@
+"""Secrets: fake credentials put into every position of real transcripts never reach a record, the index, the
+log, the session-start block or `cortex export`; <private> spans are never stored; and the redaction's false
+positives on the real fixtures are counted.
+
+Pipeline per position: copy real fixtures of the three clients, inject the corpus (tests/reliability/
+secrets_corpus.py) at that position, capture with the real hook (bin/cortex-stop), normalize, build the block
+for each project, export; then look for every secret (whole, or any 12-character window of its random part)
+in each output.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+
+from cortex import normalize as norm
+
+from cortex_testkit import transcript_meta
+
+from .helpers import (TRANSCRIPTS, copy_fixture, db_raw_bytes, db_text, env_for, make_home, read_log, record_files,
+                      report, run_measured, script)
+from .inject import POSITIONS, inject_file
+from .secrets_corpus import corpus, survivors
+
+SECRET_FIXTURES = ("cc-1.0.98", "cc-2.0.64", "cc-1.0.108", "codex-0.125", "codex-0.77", "gemini")
+SECRETS = corpus(seed=7)
+OUTPUTS = ("records", "index", "logs", "block", "export")
+
+
+class Injector:
+    """Makes the text for each site, cycling through the corpus; remembers what went where."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.used = []   # (secret, where)
+        self.i = 0
+
+    def pick(self, pathsafe=False, own=False):
+        pool = [s for s in SECRETS if s.pathsafe] if pathsafe else \
+            [s for s in SECRETS if not s.kind.startswith("ext-")] if own else SECRETS
+        s = pool[self.i % len(pool)]
+        self.i += 1
+        return s
+
+    def __call__(self, where, original):
+        if where in ("file", "cwd"):
+            s = self.pick(pathsafe=True)
+            self.used.append((s, where))
+            return (s.text + "-" + original) if where == "file" else original.rstrip("/") + "/" + s.text
+        a, b = self.pick(own=where == "prompt"), self.pick()  # a one-line secret first in every prompt
+        self.used += [(a, where), (b, where)]
+        if where == "assistant":
+            return ("%s\n\n[MEMORY: decision] Deploy staging with %s from now on.\nWe chose %s over the old "
+                    "credential because it rotates daily.\n" % (original, a.text, b.text))
+        if where == "prompt":
+            return "Use %s for the deploy. %s\n[MEMORY: learned] The staging credential is %s\n" % (a.text, original,
+                                                                                                    b.text)
+        if where == "command":
+            return "echo %s >/dev/null; %s\n# %s" % (a.text, original, b.text)
+        if where == "todo":
+            return "%s with %s (and %s)" % (original, a.text, b.text)
+        if where == "output":
+            return "Error: request rejected for %s\n%s\nhint: %s" % (a.text, original, b.text)
+        raise AssertionError(where)
+
+
+def _transcripts(folder: Path, client: str):
+    if client == "gemini":
+        return [p for p in folder.rglob("*.json")]
+    return [p for p in folder.rglob("*.jsonl")]
+
+
+def _export(home) -> str:
+    rc, out, err, _rss, _s = run_measured(script("cortex", "export"), env_for(home))
+    if rc == 2 and b"invalid choice" in err:
+        return None  # no export command in this build
+    assert rc == 0, err[-1000:]
+    return out.decode("utf-8", "replace")
+
+
+def _haystacks(home, cwds) -> dict:
+    from cortex import session_start
+    hay = {
+        "records": "\n".join(b.decode("utf-8", "replace") for b in record_files(home).values()),
+        "index": db_text(home.index_db) + "\n" + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
+        "logs": read_log(home),
+        "block": "\n".join(session_start.build(home, c)[0] for c in sorted(cwds)),
+        "export": _export(home),
+    }
+    other = []
+    for dirpath, _dirs, files in os.walk(home.root):
+        rel = os.path.relpath(dirpath, home.root)
+        if rel.split(os.sep)[0] in ("inbox", "records", "index", "logs"):
+            continue  # inbox/ holds the raw captured input by design; the others are checked above
+        for n in files:
+            other.append(Path(dirpath, n).read_bytes().decode("utf-8", "replace"))
+    hay["elsewhere"] = "\n".join(other)
+    return hay
+
+
+def _run_position(base: Path, position: str):
+    home = make_home(base / "home")
+    inj = Injector(seed=zlib.crc32(position.encode()))
+    cwds = set()
+    env = env_for(home)
+    for name in SECRET_FIXTURES:
+        client = TRANSCRIPTS[name][2]
+        main = copy_fixture(name, base / "client")
+        for p in _transcripts(main.parent, client):
+            inject_file(p, client, position, inj)
+        meta = transcript_meta(main, client)
+        cwd = meta.cwd or "/work/%s" % name
+        if position == "cwd" and client == "gemini":
+            cwd = inj("cwd", cwd)
+        cwds.add(cwd)
+        payload = {"session_id": meta.session_id or main.stem, "transcript_path": str(main), "cwd": cwd,
+                   "hook_event_name": "Stop"}
+        rc, out, err, _rss, _s = run_measured(script("cortex-stop", "--client", client), env,
+                                              json.dumps(payload).encode())
+        assert rc == 0 and not out and not err
+    stats = norm.run(home)
+    assert stats["failed"] == 0, stats
+    hay = _haystacks(home, cwds)
+    secrets = sorted({s for s, _w in inj.used}, key=lambda s: s.kind)
+    found = {k: survivors(v, secrets) for k, v in hay.items() if v is not None}
+    placeholders = hay["records"].count("[REDACTED:")
+    return {"home": home, "injected_sites": len(inj.used), "secrets": secrets, "found": found,
+            "placeholders": placeholders, "records": len(record_files(home)), "export": hay["export"] is not None}
+
+
+_cache = {}
+
+
+def _result(tmp_path_factory, position):
+    if position not in _cache:
+        _cache[position] = _run_position(tmp_path_factory.mktemp("secrets-" + position), position)
+    return _cache[position]
+
+
+LEAKS = {
+    "plan_items": ("BUG: RecordStore.upsert redacts only cand['text']; a plan record's `plan` items (TodoWrite/"
+                   "update_plan/write_todos text) are stored raw in the record file, copied into the index's plan "
+                   "column and rendered into the block by render.line_for.  Fix: in records.upsert run "
+                   "redact.clean over every plan item's text (and over `files`), before the id and the write"),
+    "file_path": ("BUG: RecordStore.upsert redacts the text but not the `files` list (and extract puts the edited "
+                  "paths there), so a secret in a file name reaches the record file, the index (files column, "
+                  "postings) and the export.  Fix: redact.clean every entry of cand['files'] in upsert"),
+    "cwd": ("BUG: the project id is slug(basename of the cwd) + hash (scope.project_for): a secret in the working "
+            "directory's name becomes part of the project id, hence of records/L0/<project>/ paths, every "
+            "record's scope_id/project, the index, the block header and the log.  Fix: in scope.project_for, use "
+            "redact.redact on the name and fall back to 'project' when anything was redacted"),
+}
+
+
+@pytest.mark.parametrize("position", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=LEAKS[p])) if p in LEAKS else p
+    for p in POSITIONS])
+def test_no_injected_secret_reaches_records_index_logs_block_or_export(tmp_path_factory, position):
+    res = _result(tmp_path_factory, position)
+    leaks = {k: sorted({s.kind for s in v}) for k, v in res["found"].items() if v and k in OUTPUTS}
+    report("secrets: position %s" % position, injected_sites=res["injected_sites"],
+           distinct_secrets=len(res["secrets"]), records=res["records"], redaction_placeholders=res["placeholders"],
+           survived_in={k: len(v) for k, v in res["found"].items() if k in OUTPUTS},
+           export_checked=res["export"])
+    assert res["injected_sites"] > 0
+    assert not leaks, leaks
+
+
+ELSEWHERE_LEAKS = {
+    "file_path": ("BUG: extract.extract keeps the edited paths raw in its state (state['edited']), which "
+                  "normalize.Run.session saves in state/cursors.json: a secret in a file name sits in clear in the "
+                  "Cortex home (last_prompt and failures are redacted there, `edited` is not).  Fix: redact.clean "
+                  "each edited path before saving the state (and in the record's `files`)"),
+    "cwd": ("BUG: state/cursors.json stores each transcript's cwd and project id raw (normalize.Run.session: "
+            "'cwd': ctx.cwd, 'project': ctx.project), so a secret in the working directory's name is kept in clear "
+            "in the Cortex home.  Fix: with the scope.project_for fix, store the redacted cwd"),
+}
+
+
+@pytest.mark.parametrize("position", [
+    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=ELSEWHERE_LEAKS[p])) if p in ELSEWHERE_LEAKS else p
+    for p in POSITIONS])
+def test_no_injected_secret_is_kept_elsewhere_in_the_home(tmp_path_factory, position):
+    """state/ (cursors with the extraction state, config snapshot, last run) and anything else outside inbox/."""
+    res = _result(tmp_path_factory, position)
+    assert not res["found"]["elsewhere"], sorted({s.kind for s in res["found"]["elsewhere"]})
+
+
+def test_secret_positions_summary(tmp_path_factory):
+    """One line with the totals over every position (runs them all if not done yet)."""
+    total_sites = total_secrets = survived = 0
+    per = {}
+    for p in POSITIONS:
+        res = _result(tmp_path_factory, p)
+        total_sites += res["injected_sites"]
+        total_secrets += len(res["secrets"])
+        s = {x.kind for k, v in res["found"].items() if k in OUTPUTS for x in v}
+        survived += len(s)
+        per[p] = len(s)
+    report("secrets: all positions", corpus_items=len(SECRETS), injected_sites=total_sites,
+           secrets_injected=total_secrets, survived=survived, survived_by_position=per)
+
+
+# ----------------------------------------------------------------------------------------- false positives
+
+def test_redaction_false_positive_rate_on_the_real_fixtures(tmp_path):
+    home = make_home(tmp_path / "home")
+    from cortex_testkit import drop_event, hook_payload
+    for name in TRANSCRIPTS:
+        client = TRANSCRIPTS[name][2]
+        drop_event(home, hook_payload(copy_fixture(name, tmp_path / "client"), client), client=client)
+    stats = norm.run(home)
+    assert stats["failed"] == 0
+    files = record_files(home)
+    flagged = {k: v.decode() for k, v in files.items() if b"[REDACTED:" in v}
+    kinds = sorted({line.split("[REDACTED:")[1].split("]")[0] for v in flagged.values()
+                    for line in v.split("\n") if "[REDACTED:" in line})
+    rate = len(flagged) / max(len(files), 1)
+    report("secrets: redaction false positives on real fixtures", fixtures=len(TRANSCRIPTS), records=len(files),
+           records_with_placeholder=len(flagged), false_positive_rate="%.1f%%" % (100 * rate), kinds=kinds)
+    for k, v in sorted(flagged.items()):
+        body = v.split("\n---\n", 1)[-1]
+        print("    %s: %s" % (k, body.strip()[:200]))
+    assert rate <= 0.05
+
+
+def test_redaction_flags_on_every_real_transcript_entry():
+    """A finer false-positive figure: redact every prompt, reply, tool call and tool output of every fixture (the
+    text extraction sees) and count the entries it changes.  Reported, not asserted: some may be real tokens the
+    upstream authors left in their test data."""
+    from cortex import adapters, redact
+    from .helpers import FIXTURES
+    total = flagged = 0
+    kinds, examples = {}, []
+    for name, (folder, main, client) in TRANSCRIPTS.items():
+        res = adapters.get(client).parse(str(FIXTURES / folder / main))
+        for e in res.entries:
+            if not e.text:
+                continue
+            total += 1
+            out, n = redact.clean(e.text)
+            if n:
+                flagged += 1
+                for part in out.split("[REDACTED:")[1:]:
+                    k = part.split("]")[0]
+                    kinds[k] = kinds.get(k, 0) + 1
+                if len(examples) < 6:
+                    i = out.find("[REDACTED:")
+                    examples.append("%s %s %s: ...%s..." % (name, e.ref, e.kind, out[max(i - 60, 0):i + 40]))
+    report("secrets: redaction on every real transcript entry", entries=total, entries_changed=flagged,
+           rate="%.2f%%" % (100.0 * flagged / max(total, 1)), kinds=kinds)
+    for x in examples:
+        print("    " + x.replace("\n", " "))
+
+
+# ----------------------------------------------------------------------------------------- <private>
+
+PRIVATE = ("prv-hunter2-Priv8-XYZ", "078-05-1120-prv", "prv-multi-line-secret", "prv-whole-tag-only")
+
+
+def _private_home(tmp_path):
+    from cortex_testkit import append_turns, drop_event, hook_payload
+    home = make_home(tmp_path / "home")
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    append_turns(path, [
+        ("user", "Note <private>my ssn is 078-05-1120-prv</private> and remember where staging lives."),
+        ("assistant", "[MEMORY: learned] The staging host is db.internal <private>root password prv-hunter2-Priv8-XYZ"
+                      "</private> and it is slow.\n<private>\nprv-multi-line-secret\nspans lines\n</private>\nDone."),
+        ("assistant", "[MEMORY: gotcha] <private>prv-whole-tag-only is the whole note</private>"),
+    ])
+    drop_event(home, hook_payload(path))
+    norm.run(home)
+    return home, path
+
+
+def test_private_spans_never_reach_records_index_block_or_export(tmp_path):
+    from cortex import session_start
+    home, path = _private_home(tmp_path)
+    cwd = transcript_meta(path, "claude-code").cwd
+    hay = {"records": "\n".join(b.decode() for b in record_files(home).values()),
+           "index": db_text(home.index_db) + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
+           "block": session_start.build(home, cwd)[0], "export": _export(home) or ""}
+    assert "staging host is db.internal" in hay["records"]  # the rest of the note is kept
+    found = {k: [p for p in PRIVATE if p in v] for k, v in hay.items()}
+    report("secrets: <private> spans", spans=len(PRIVATE), found_in={k: len(v) for k, v in found.items()})
+    assert not any(found.values()), found
+    assert "<private>" not in hay["records"] and "<private>" not in hay["block"]
+
+
+def test_private_spans_never_reach_the_log(tmp_path):
+    home, _path = _private_home(tmp_path)
+    log = read_log(home)
+    assert not [p for p in PRIVATE if p in log]
