@@ -62,6 +62,17 @@ def _safe_transcript(path):
     return path
 
 
+def _looks_like_transcript(path) -> bool:
+    """A glance, not a parse: a client transcript is JSON, so its first non-blank byte is '{'."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    head = head.lstrip(b" \t\r\n\xef\xbb\xbf")
+    return head[:1] == b"{" or head == b""
+
+
 def snapshot_transcript(home: Home, path, session_id):
     """Record the transcript's size and keep its content reachable.
 
@@ -75,11 +86,13 @@ def snapshot_transcript(home: Home, path, session_id):
     if safe is None:
         return info
     try:
-        st = os.stat(safe)
+        st = os.lstat(safe)  # a symlink is never followed
     except OSError:
         return info
     import stat as _stat
-    if not _stat.S_ISREG(st.st_mode):
+    if not _stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return info
+    if not _looks_like_transcript(safe):
         return info
     info["size"], info["mtime"] = st.st_size, st.st_mtime
     sid = "".join(c for c in str(session_id or "nosession") if c.isalnum() or c in "-_")[:80] or "nosession"
@@ -89,7 +102,7 @@ def snapshot_transcript(home: Home, path, session_id):
         if os.path.exists(blob_path):
             info["blob"], info["blob_kind"] = blob_name, "link"
             return info
-        os.link(safe, blob_path)
+        os.link(safe, blob_path, follow_symlinks=False)
         info["blob"], info["blob_kind"] = blob_name, "link"
     except OSError:
         if st.st_size <= COPY_FALLBACK_MAX:
@@ -146,15 +159,25 @@ def write_event(home: Home, event: dict) -> str:
     """Maildir delivery: write in tmp/, fsync, rename into pending/.  Returns the pending path."""
     name = unique_name() + ".json"
     tmp = os.path.join(home.inbox_dir("tmp"), name)
-    data = json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    # ASCII escapes: a lone surrogate (half an emoji) in a payload must not lose the event
+    data = json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    dst = os.path.join(home.inbox_dir("pending"), name)
-    os.rename(tmp, dst)
+        try:
+            view = memoryview(data)
+            while view:  # a full disk may accept only part of a write
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        dst = os.path.join(home.inbox_dir("pending"), name)
+        os.rename(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
     return dst
 
 

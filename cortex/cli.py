@@ -165,6 +165,7 @@ def build_parser():
 
 
 def main(argv=None):
+    os.umask(0o077)  # everything Cortex creates is the user's alone
     ap = build_parser()
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):

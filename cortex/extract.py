@@ -333,6 +333,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     from . import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
+    st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}
     return [c for c in out if c.type in ("plan", "progress") or has_content(c.text)], st

@@ -79,8 +79,8 @@ class Home:
         """Create the home's folders, readable by the user only."""
         old = os.umask(0o077)
         try:
-            for sub in [("inbox", s) for s in INBOX_STATES] + [("inbox", "blobs"), ("records",),
-                                                                ("index",), ("state",), ("logs",)]:
+            for sub in [("inbox", s) for s in INBOX_STATES] + [("inbox", "blobs"), ("records",), ("records", "L0"),
+                                                                ("records", "L1"), ("index",), ("state",), ("logs",)]:
                 os.makedirs(self.path(*sub), mode=0o700, exist_ok=True)
         finally:
             os.umask(old)

@@ -348,6 +348,33 @@ def _flow(s: str, r):
     return out
 
 
+_LINES = {}  # front-matter line -> (key, value) or (key, None) for "key:" or _NO; values copied on use
+
+
+def _line(line: str, r):
+    """One top-level line "key: value" or "key:" parsed (memoised: most lines repeat across records)."""
+    got = _LINES.get(line)
+    if got is None:
+        got = _NO
+        m = r["line"].match(line)
+        if m and _scalar(m.group(1), r) == m.group(1):  # not a key YAML reads as a bool or null ("on:")
+            raw = m.group(2)
+            if raw is None:
+                got = (m.group(1), None)
+            else:
+                v = _flow(raw, r) if raw[:1] in "[{" else _scalar(raw, r)
+                if v is not _NO:
+                    got = (m.group(1), v)
+        if len(_LINES) > 50000:
+            _LINES.clear()
+        _LINES[line] = got
+    return got
+
+
+def _copy(v):
+    return list(v) if type(v) is list else dict(v) if type(v) is dict else v
+
+
 def fast_parse(text: str):
     """records.parse(text) for the front matter records.dump writes (top-level keys with scalars, flow
     lists of scalars, block lists of flow mappings), without YAML; None when the file holds anything
@@ -363,14 +390,12 @@ def fast_parse(text: str):
     lines = text[4:end].split("\n")
     i, n = 0, len(lines)
     while i < n:
-        m = r["line"].match(lines[i])
-        if not m:
+        got = _line(lines[i], r)
+        if got is _NO:
             return None
-        key, raw = m.group(1), m.group(2)
-        if _scalar(key, r) != key:  # a key YAML reads as a bool or null ("on:", "null:")
-            return None
+        key, v = got
         i += 1
-        if raw is None:  # a block sequence follows
+        if v is None and lines[i - 1].endswith(":"):  # "key:" and a block sequence follows
             items = []
             while i < n and lines[i].startswith("- "):
                 it = lines[i][2:]
@@ -383,10 +408,7 @@ def fast_parse(text: str):
                 return None
             front[key] = items
             continue
-        v = _flow(raw, r) if raw[:1] in "[{" else _scalar(raw, r)
-        if v is _NO:
-            return None
-        front[key] = v
+        front[key] = _copy(v)
     if not front:
         return None
     front["text"] = text[end + 5:].strip("\n")
@@ -399,7 +421,11 @@ def fast_parse(text: str):
 def read_record(path: str) -> dict:
     """records.read(path), through fast_parse when the front matter allows."""
     with open(path, "rb") as f:
-        text = f.read().decode("utf-8")
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:  # the same words as records.read
+        raise records_mod.RecordError("%s: not UTF-8 text (byte %d); fix or remove the file" % (path, e.start))
     if "\r" in text:  # as text mode reads it: universal newlines
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     rec = fast_parse(text)
@@ -407,20 +433,57 @@ def read_record(path: str) -> dict:
 
 
 # -- full rebuild ----------------------------------------------------------------------------------
+#
+# A rebuild reads every record file, which is most of its cost, so that part runs in worker processes
+# (chunks of REINDEX_CHUNK files).  Each worker appends what it reads to its own scratch SQLite file
+# (the staging file: rows, postings, sessions, each tagged with the file's sequence number), then
+# sorts its postings (an index on term, id), in parallel with the others.  The main process only
+# learns ids, scopes and errors; at the end it attaches the staging files and copies them into the
+# index in one transaction: records in file order, postings as one merge of the sorted staging
+# files (SQLite's MERGE of UNION ALL, no sort), document frequencies with one GROUP BY, then the
+# secondary indexes.  Without workers, this process does the same through its own staging file.
 
 REINDEX_CHUNK = 250
 PARALLEL_FROM = 4000  # record files; below this one process is faster than starting workers
+_RECORD_COLS = ("id, scope, scope_id, project, type, status, text, confidence, salience, pinned, priority, created, "
+                "updated, times, tokens, files, branch, plan, sessions, path, doclen, file_state")
+_STAGE = {"path": None, "con": None}
 
 
-def _load_records(paths: list) -> tuple:
-    """Read, check and analyse record files.  Returns (items, postings): items in path order, each
-    ("ok", records row, sessions, start, end) or ("bad", path, error); postings [(term, id, tf)] of the
-    good ones (postings[start:end] are one record's).
-    Runs in worker processes for a big rebuild, so it returns plain tuples."""
+def _stage_con(stage_dir: str):
+    """This process's staging file in stage_dir (opened once per process and rebuild)."""
+    import sqlite3
+    path = os.path.join(stage_dir, "stage-%d.sqlite" % os.getpid())
+    if _STAGE["path"] != path:
+        _close_stage()
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("CREATE TABLE IF NOT EXISTS st_records(seq INTEGER, %s)" % _RECORD_COLS)
+        con.execute("CREATE TABLE IF NOT EXISTS st_postings(term TEXT, id TEXT, tf INTEGER, seq INTEGER)")
+        con.execute("CREATE TABLE IF NOT EXISTS st_sessions(session TEXT, id TEXT, seq INTEGER)")
+        _STAGE.update(path=path, con=con)
+    return _STAGE["con"]
+
+
+def _close_stage():
+    if _STAGE["con"] is not None:
+        try:
+            _STAGE["con"].close()
+        except Exception:
+            pass
+    _STAGE.update(path=None, con=None)
+
+
+def _stage_chunk(job) -> list:
+    """Read, check and analyse one chunk of record files into this process's staging file.
+    job = (stage_dir, sequence number of the first file, paths).  Returns the chunk's items in file
+    order: ("ok", seq, id, scope_id) or ("bad", seq, path, error)."""
     from collections import Counter
     from .index import index_text, record_row, record_sessions
     from .textproc import tokenize
-    items, postings = [], []
+    stage_dir, seq, paths = job
+    rows, postings, sess, items = [], [], [], []
     for path in paths:
         try:
             rec = read_record(path)
@@ -430,15 +493,38 @@ def _load_records(paths: list) -> tuple:
             if os.path.splitext(os.path.basename(path))[0] != rec["id"]:
                 raise records_mod.RecordError("%s: file name does not match its id %s" % (path, rec["id"]))
         except (records_mod.RecordError, OSError, UnicodeDecodeError) as e:
-            items.append(("bad", path, str(e)))
+            items.append(("bad", seq, path, str(e)))
+            seq += 1
             continue
         toks = tokenize(index_text(rec))
         sessions = record_sessions(rec)
         rid = rec["id"]
-        start = len(postings)
-        postings.extend([(t, rid, n) for t, n in Counter(toks).items()])
-        items.append(("ok", record_row(rec, path, len(toks), sessions), sessions, start, len(postings)))
-    return items, postings
+        rows.append((seq,) + record_row(rec, path, len(toks), sessions))
+        postings.extend([(t, rid, n, seq) for t, n in Counter(toks).items()])
+        sess.extend([(x, rid, seq) for x in sessions])
+        items.append(("ok", seq, rid, rec["scope_id"]))
+        seq += 1
+    con = _stage_con(stage_dir)
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO st_records VALUES(%s)" % ",".join("?" * 23), rows)
+    con.executemany("INSERT INTO st_postings VALUES(?,?,?,?)", postings)
+    con.executemany("INSERT INTO st_sessions VALUES(?,?,?)", sess)
+    con.execute("COMMIT")
+    return items
+
+
+def _sort_stage(path: str) -> str:
+    """Index a staging file's postings by (term, id), so the main process can merge them without a sort."""
+    import sqlite3
+    con = sqlite3.connect(path, isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode=OFF")
+        con.execute("PRAGMA synchronous=OFF")
+        con.execute("PRAGMA cache_size=-32768")
+        con.execute("CREATE INDEX IF NOT EXISTS st_order ON st_postings(term, id, tf)")
+    finally:
+        con.close()
+    return path
 
 
 def _workers(n_paths: int, workers) -> int:
@@ -451,120 +537,135 @@ def _workers(n_paths: int, workers) -> int:
     return max(1, int(workers))
 
 
-class _Loader:
-    """The results of _load_records over paths, chunk by chunk, in path order.  With workers > 1 the
-    chunks are handed to worker processes at once (before the caller opens the database, so no SQLite
-    handle is inherited); if workers cannot be started, this process reads them itself."""
+class _Stager:
+    """Runs _stage_chunk over the chunks (in worker processes when workers > 1: they start here, before
+    the caller opens the index, so no SQLite handle is inherited), then _sort_stage over the staging
+    files.  If workers cannot be started, this process does the work itself."""
 
-    def __init__(self, paths: list, workers: int):
-        self.chunks = [paths[i:i + REINDEX_CHUNK] for i in range(0, len(paths), REINDEX_CHUNK)]
+    def __init__(self, paths: list, workers: int, stage_dir: str):
+        self.stage_dir = stage_dir
+        self.jobs = [(stage_dir, i, paths[i:i + REINDEX_CHUNK]) for i in range(0, len(paths), REINDEX_CHUNK)]
         self.pool, self.results = None, None
-        if workers > 1 and len(self.chunks) > 1:
+        if workers > 1 and len(self.jobs) > 1:
             try:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
                 methods = multiprocessing.get_all_start_methods()
                 ctx = multiprocessing.get_context("fork" if "fork" in methods and sys.platform.startswith("linux")
                                                   else "spawn")
-                self.pool = ProcessPoolExecutor(max_workers=min(workers, len(self.chunks)), mp_context=ctx)
-                self.results = self.pool.map(_load_records, self.chunks)
+                self.pool = ProcessPoolExecutor(max_workers=min(workers, len(self.jobs)), mp_context=ctx)
+                self.results = self.pool.map(_stage_chunk, self.jobs)
             except (ImportError, OSError, ValueError, RuntimeError):
                 self.close()
-                self.pool, self.results = None, None
 
-    def __iter__(self):
+    def chunks(self):
+        """Each chunk's items, in file order."""
         if self.results is not None:
             yield from self.results
         else:
-            for chunk in self.chunks:
-                yield _load_records(chunk)
+            for job in self.jobs:
+                yield _stage_chunk(job)
+            _close_stage()
+
+    def sorted_files(self) -> list:
+        import glob
+        files = sorted(glob.glob(os.path.join(self.stage_dir, "stage-*.sqlite")))
+        if self.pool is not None and len(files) > 1:
+            return list(self.pool.map(_sort_stage, files))
+        return [_sort_stage(f) for f in files]
 
     def close(self):
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
-            self.pool = None
+        self.pool, self.results = None, None
 
 
 def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
     """Rebuild the index from records/ alone, in one transaction (readers see old or new, never half).
-    Unreadable record files are reported and skipped, never rewritten.
+    Unreadable record files are reported and skipped, never rewritten.  A record id found in two files
+    is indexed from the later one (in file order), as one upsert after another would.
 
-    Built for size: record files are read and analysed in worker processes (`workers`, default: up to 4
-    when there are more than PARALLEL_FROM files; env CORTEX_REINDEX_WORKERS overrides), rows and
-    postings go in with one executemany per chunk, postings are staged unordered and copied once in
-    key order, document frequencies come from one GROUP BY, and the postings(id), terms(df) and
-    sessions(id) indexes are rebuilt at the end instead of maintained row by row."""
-    from .index import INSERT_RECORD
+    Built for size (see the comment above): the files are read in worker processes (`workers`,
+    default up to 4 when there are at least PARALLEL_FROM files, one process below that; the
+    environment variable CORTEX_REINDEX_WORKERS overrides), each staging and sorting what it read;
+    the index is filled from the staging files with a few INSERT ... SELECT statements, and the
+    postings(id), terms(df) and sessions(id) indexes are built once at the end."""
+    import shutil
+    import tempfile
     paths = list(records_mod.iter_paths(home.records))
-    loaded = _Loader(paths, _workers(len(paths), workers))  # workers start before the database is opened
-    idx = Index(home.index_db)
-    bad = []
-    scopes = set()
+    os.makedirs(os.path.dirname(home.index_db), mode=0o700, exist_ok=True)
+    stage_dir = tempfile.mkdtemp(prefix=".reindex-", dir=os.path.dirname(home.index_db))
+    stager = _Stager(paths, _workers(len(paths), workers), stage_dir)
+    bad, scopes, losers = [], set(), []
+    idx = None
     try:
-        con = idx.con
-        con.execute("PRAGMA cache_size=-65536")  # 64 MiB for this rebuild's connection
-        con.execute("BEGIN IMMEDIATE")
-        con.execute("DROP INDEX IF EXISTS postings_id")
-        con.execute("DROP INDEX IF EXISTS terms_df")
-        con.execute("DROP INDEX IF EXISTS sessions_id")
-        for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta"):
-            con.execute("DELETE FROM %s" % table)
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS reindex_postings(term TEXT, id TEXT, tf INTEGER)")
-        con.execute("DELETE FROM temp.reindex_postings")
-        seen = set()
+        seen = {}
         done = 0
-        for items, postings in loaded:
-            rows, sess, drop = [], [], []
-            in_chunk = {}
+        for items in stager.chunks():
             for item in items:
                 if item[0] == "bad":
-                    bad.append((item[1], item[2]))
+                    bad.append((item[2], item[3]))
                     if log:
-                        log.warning("record_unreadable", path=item[1], error=item[2])
+                        log.warning("record_unreadable", path=item[2], error=item[3])
                     continue
-                _, row, sessions, start, end = item
-                rid = row[0]
+                _, seq, rid, scope_id = item
                 if rid in seen:  # the same id in two files: the later file wins, as upsert would have it
-                    rows[:] = [r for r in rows if r[0] != rid]
-                    sess[:] = [x for x in sess if x[1] != rid]
-                    if rid in in_chunk:
-                        drop.append(in_chunk[rid])
-                    for table in ("records", "temp.reindex_postings", "sessions"):
-                        con.execute("DELETE FROM %s WHERE id=?" % table, (rid,))
-                seen.add(rid)
-                in_chunk[rid] = (start, end)
-                rows.append(row)
-                sess.extend((x, rid) for x in sessions)
-                scopes.add(row[2])
-            if drop:
-                gone = set(i for a, b in drop for i in range(a, b))
-                postings = [p for i, p in enumerate(postings) if i not in gone]
-            con.executemany(INSERT_RECORD, rows)
-            con.executemany("INSERT INTO temp.reindex_postings VALUES(?,?,?)", postings)
-            con.executemany("INSERT OR IGNORE INTO sessions VALUES(?,?)", sess)
+                    losers.append((rid, seen[rid]))
+                seen[rid] = seq
+                scopes.add(scope_id)
             before = done
             done += len(items)
             if progress and (done // 500 != before // 500 or done == len(paths)):
                 progress(done, len(paths))
-        con.execute("INSERT INTO postings SELECT term, id, tf FROM temp.reindex_postings ORDER BY term, id")
-        con.execute("DROP TABLE temp.reindex_postings")
-        con.execute("INSERT INTO terms SELECT term, COUNT(*) FROM postings GROUP BY term")
-        con.execute("CREATE INDEX IF NOT EXISTS postings_id ON postings(id)")
-        con.execute("CREATE INDEX IF NOT EXISTS terms_df ON terms(df)")
-        con.execute("CREATE INDEX IF NOT EXISTS sessions_id ON sessions(id)")
+        files = stager.sorted_files()
+        stager.close()
+        idx = Index(home.index_db)
+        con = idx.con
+        con.execute("PRAGMA cache_size=-65536")  # 64 MiB for this rebuild's connection
+        names = []
+        for i, f in enumerate(files):
+            con.execute("ATTACH DATABASE ? AS stage%d" % i, (f,))
+            names.append("stage%d" % i)
+        con.execute("BEGIN IMMEDIATE")
+        for name in ("postings_id", "terms_df", "sessions_id"):
+            con.execute("DROP INDEX IF EXISTS %s" % name)
+        for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta"):
+            con.execute("DELETE FROM main.%s" % table)
+        for rid, seq in losers:
+            for name in names:
+                for table in ("st_records", "st_postings", "st_sessions"):
+                    con.execute("DELETE FROM %s.%s WHERE id=? AND seq=?" % (name, table), (rid, seq))
+        if names:
+            def union(table, cols):
+                return " UNION ALL ".join("SELECT %s FROM %s.%s" % (cols, n, table) for n in names)
+            con.execute("INSERT INTO main.records(%s) SELECT %s FROM (%s) ORDER BY seq"
+                        % (_RECORD_COLS, _RECORD_COLS, union("st_records", "seq, " + _RECORD_COLS)))
+            con.execute("INSERT INTO main.postings(term, id, tf) %s ORDER BY 1, 2"
+                        % union("st_postings", "term, id, tf"))
+            con.execute("INSERT OR IGNORE INTO main.sessions(session, id) %s" % union("st_sessions", "session, id"))
+        con.execute("INSERT INTO main.terms SELECT term, COUNT(*) FROM main.postings GROUP BY term")
+        con.execute("CREATE INDEX IF NOT EXISTS main.postings_id ON postings(id)")
+        con.execute("CREATE INDEX IF NOT EXISTS main.terms_df ON terms(df)")
+        con.execute("CREATE INDEX IF NOT EXISTS main.sessions_id ON sessions(id)")
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         _note_stemmer(idx)
         now = time.time()
         for scope_id in sorted(scopes):
             compute_candidates(idx, cfg, scope_id, now=now)
         idx.commit()
+        for name in names:
+            con.execute("DETACH DATABASE %s" % name)
     except BaseException:
-        try:
-            idx.con.rollback()
-        except Exception:
-            pass
+        if idx is not None:
+            try:
+                idx.con.rollback()
+            except Exception:
+                pass
         raise
     finally:
-        idx.close()
-        loaded.close()
+        stager.close()
+        _close_stage()
+        if idx is not None:
+            idx.close()
+        shutil.rmtree(stage_dir, ignore_errors=True)
     return {"records": len(paths) - len(bad), "unreadable": bad}

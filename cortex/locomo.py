@@ -195,10 +195,12 @@ TEXTS = {"turn": text_turn, "caption": text_caption, "speaker-date": text_speake
 # name -> (how the ranking is made, what it needs)
 #   ("recall", text)        cortex.recall.recall over records holding TEXTS[text]
 #   ("bm25", text)          cortex.index.bm25_scores alone (no ranking parts) over the same records
-#   ("rank-bm25", tokens)   plain rank_bm25.BM25Okapi over raw turns: "ws" whitespace-lowercase, "textproc"
+#   ("rank-bm25", tokens)   plain rank_bm25.BM25Okapi over raw turns: "ws" whitespace-split lower-cased text,
+#                           "word" lower-cased \w+ runs (punctuation dropped), "textproc" Cortex's analyser
 #   ("fuse", [names])       reciprocal rank fusion (k=60) of the named rankings
 VARIANTS = {
     "rank-bm25 raw turns": ("rank-bm25", "ws"),
+    "rank-bm25 raw turns, word tokens": ("rank-bm25", "word"),
     "rank-bm25 stemmed": ("rank-bm25", "textproc"),
     "recall: turn": ("recall", "turn"),
     "index bm25: turn": ("bm25", "turn"),
@@ -295,6 +297,8 @@ class RankBM25:
         from rank_bm25 import BM25Okapi
         if tokens == "ws":
             self.tok = lambda s: s.lower().split()
+        elif tokens == "word":
+            self.tok = lambda s: re.findall(r"\w+", s.lower())
         else:
             from .textproc import tokenize
             self.tok = tokenize

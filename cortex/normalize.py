@@ -249,8 +249,9 @@ class Run:
                       keyword_min_confidence=self.cfg["extraction"]["keyword_min_confidence"],
                       max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
         cands, state = extract(res.entries, ctx, cur.get("state"))
+        from .redact import clean
         new_cursors = {key: {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
-                             "cwd": ctx.cwd, "branch": ctx.branch, "project": ctx.project, "state": state,
+                             "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project, "state": state,
                              "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}}
         for comp in adapter.companions(src):
             ckey = os.path.realpath(comp)
@@ -384,6 +385,7 @@ def main(argv=None) -> int:
     ap.add_argument("--watch", action="store_true", help="keep running: normalize shortly after events arrive")
     ap.add_argument("--quiet", "-q", action="store_true", help="print nothing unless something failed")
     args = ap.parse_args(argv)
+    os.umask(0o077)  # everything Cortex creates is the user's alone
     home = Home()
     if args.watch:
         from .watch import watch

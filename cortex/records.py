@@ -20,6 +20,7 @@ TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "tod
 STATUSES = ("active", "superseded", "archived")
 FIELD_ORDER = ("id", "scope", "scope_id", "project", "type", "status", "confidence", "salience", "pinned",
                "priority", "created", "updated", "seen", "used", "tokens", "branch", "files", "plan", "provenance")
+MAX_FRONT_MATTER = 256 * 1024
 LINE_OVERHEAD_TOKENS = 18  # "- [progress, 11mo, 0.90, pinned] Last session: " and the newline (cl100k_base, worst case)
 
 
@@ -65,11 +66,14 @@ def parse(text: str, where: str = "record") -> dict:
     end = text.find("\n---\n", 3)
     if end < 0:
         raise RecordError("%s: front matter is not closed by a '---' line" % where)
+    head = text[4:end + 1]
+    if len(head) > MAX_FRONT_MATTER or max(head.count("["), head.count("{")) > 10000:
+        raise RecordError("%s: front matter too large or too deeply nested to be a Cortex record" % where)
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        front = yaml.load(text[4:end + 1], Loader=loader)
-    except yaml.YAMLError as e:
-        raise RecordError("%s: invalid YAML front matter (%s)" % (where, str(e).splitlines()[0]))
+        front = yaml.load(head, Loader=loader)
+    except Exception as e:  # PyYAML's constructors raise ValueError, AttributeError, ... too
+        raise RecordError("%s: invalid YAML front matter (%s)" % (where, (str(e).splitlines() or [type(e).__name__])[0]))
     if not isinstance(front, dict):
         raise RecordError("%s: front matter must be a mapping" % where)
     front["text"] = text[end + 5:].strip("\n")
@@ -148,7 +152,11 @@ class RecordStore:
         follow the latest provenance instead of staying as first written), related (ids to link).
         `into` names an existing record that says the same thing: the candidate reinforces it.
         """
-        text, n_secrets = redact.clean(cand["text"].replace("\r\n", "\n").replace("\r", "\n"))
+        cand = dict(cand, text=_utf8(cand["text"]).replace("\r\n", "\n").replace("\r", "\n"),
+                    files=[redact.clean(_utf8(f))[0] for f in cand.get("files") or ()],
+                    plan=None if cand.get("plan") is None else [
+                        dict(i, text=redact.clean(_utf8(i["text"]))[0]) for i in cand["plan"]])
+        text, n_secrets = redact.clean(cand["text"])
         text = text.strip()
         if not text:
             self.rejected.append(("(%d characters)" % len(cand["text"]), "empty after removing private spans"))
@@ -244,6 +252,11 @@ class RecordStore:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         atomic_write_text(record_path(self.root, rec), dump(rec))
         self.changed.add(rec["id"])
+
+
+def _utf8(s: str) -> str:
+    """Text that can be written as UTF-8: a lone surrogate (half an emoji) becomes U+FFFD."""
+    return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _order(p: dict):

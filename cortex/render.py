@@ -37,8 +37,9 @@ def age(ts_epoch: float, now: float) -> str:
 
 
 def safe_text(text: str) -> str:
-    """Memory text is data: it may not close the block or pose as a system/tool message."""
-    text = _NEUTRALISE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    """Memory text is data: it may not close the block or pose as a system, user or tool message, so
+    no angle bracket of it reaches the block (‹ › instead), and it stays on its own line."""
+    text = text.replace("<", "‹").replace(">", "›")
     return re.sub(r"\s*\n\s*", " ", text).strip()
 
 
@@ -52,12 +53,12 @@ def line_for(rec: dict, now: float) -> str:
         meta += ", " + rec["branch_note"]
     if rec["type"] == "plan" and rec.get("plan"):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), i.get("text", "")) for i in rec["plan"])
+        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), safe_text(i.get("text", "")))
+                                    for i in rec["plan"])
     elif rec["type"] == "progress":
-        body = "Last session: " + rec["text"]
+        body = "Last session: " + safe_text(rec["text"])
     else:
-        body = rec["text"]
-    body = safe_text(body)
+        body = safe_text(rec["text"])
     if rec.get("_short") and len(body) > SHORT_CHARS:
         cut = body.rfind(" ", 0, SHORT_CHARS)
         body = body[: cut if cut > SHORT_CHARS // 2 else SHORT_CHARS].rstrip(",;: ") + "…"

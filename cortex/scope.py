@@ -60,6 +60,10 @@ def project_for(cwd: str) -> dict:
         key = os.path.realpath(cwd or ".")
         name = os.path.basename(key) or "root"
         root = key
+    if len(name) >= 16 and any(c.isdigit() for c in name) or "=" in name:
+        from . import redact  # only for names that could hold a token: keeps the hot path light
+        if redact.redact(name)[1]:
+            name = "project"
     digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return {"id": "%s-%s" % (slug(name), digest), "root": root, "name": name, "git": bool(common)}
 

@@ -82,7 +82,7 @@ class ClaudeCodeAdapter(Adapter):
                 break
             try:
                 rec = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 if i != last:
                     no += 1  # e.g. the first line of a pretty-printed JSON document
                 continue
@@ -136,7 +136,7 @@ class ClaudeCodeAdapter(Adapter):
                 continue
             try:
                 rec = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 result.bad_lines += 1
                 continue
             if not isinstance(rec, dict):
@@ -565,7 +565,7 @@ def _head_info(path: str, max_lines: int = 20):
                     break
                 try:
                     rec = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 if not isinstance(rec, dict):
                     continue

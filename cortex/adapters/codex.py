@@ -104,7 +104,7 @@ class CodexAdapter(Adapter):
         if nl != -1:
             try:
                 obj = json.loads(text[:nl])
-            except ValueError:
+            except (ValueError, RecursionError):
                 obj = None
             if isinstance(obj, dict):
                 return (isinstance(obj.get("timestamp"), str)
@@ -190,7 +190,7 @@ class _State:
             return
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
             return
@@ -211,7 +211,7 @@ class _State:
     def line(self, raw: str, lineno: int):
         try:
             obj = _decode(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.bad_lines += 1
             return
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
@@ -477,7 +477,7 @@ def _json_args(raw) -> dict:
         return {}
     try:
         val = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         # Redacted or otherwise non-JSON arguments: keep them as recorded.
         return {"arguments": raw}
     return val if isinstance(val, dict) else {"arguments": val}
@@ -583,7 +583,7 @@ def _output_fields(output):
         # shell (0.77) and apply_patch: {"output": "...", "metadata": {"exit_code": N}}
         try:
             obj = json.loads(output)
-        except ValueError:
+        except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):
             text = obj["output"]

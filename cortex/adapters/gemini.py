@@ -61,7 +61,7 @@ class GeminiAdapter(Adapter):
             try:
                 json.loads(text[:nl])
                 return False
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
         return True
 
@@ -71,7 +71,7 @@ class GeminiAdapter(Adapter):
         meta = SessionMeta(client="gemini")
         try:
             doc = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):
             _meta_from_fragment(meta, data)
             return ParseResult(meta=meta, cursor=cursor, truncated=True,
                                warnings=["chat file does not parse (partial write?)"])

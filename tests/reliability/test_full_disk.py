@@ -34,12 +34,6 @@ def _fsize(limit):
 
 # ----------------------------------------------------------------------------------------- hooks
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: capture.write_event does a single `os.write(fd, data)` and ignores its return value: when the disk fills "
-    "mid-write the write is short, and the truncated event is fsynced and renamed into inbox/pending/ as if "
-    "complete (the normalizer later quarantines it as invalid JSON), and nothing is logged.  Fix: loop until "
-    "every byte is written, as fsutil.atomic_write_bytes does (a short write then raises ENOSPC/EFBIG), unlink "
-    "the tmp file on any error, and let capture() log it"))
 def test_a_hook_on_a_full_disk_exits_0_fast_leaves_no_partial_event_and_logs(tmp_path):
     home = make_home(tmp_path / "home").ensure()
     path = copy_fixture("cc-1.0.98", tmp_path / "client")

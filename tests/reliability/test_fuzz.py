@@ -357,11 +357,6 @@ def test_fuzz_records_parse_raises_only_record_error():
         print("    known bug example:", k)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: records.parse catches only yaml.YAMLError around yaml.load; PyYAML's constructors raise ValueError "
-    "(`2026-13-45`, `!!int x`, `!!float x`), AttributeError (`!!timestamp foo`) and RecursionError (deep nesting "
-    "with the pure-Python loader); they escape as non-RecordError.  Fix: `except Exception as e: raise "
-    "RecordError(...)` around the load (and a depth/size check before it, see the libyaml SIGSEGV test)"))
 @pytest.mark.parametrize("front", ["updated: 2026-13-45", "x: !!int nope", "x: !!float nope", "x: !!timestamp foo",
                                    "created: 2026-02-30 10:00:00"])
 def test_records_parse_turns_yaml_value_errors_into_record_error(front):

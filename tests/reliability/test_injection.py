@@ -123,12 +123,6 @@ def test_injected_instructions_are_neutralised_in_the_block(tmp_path):
     assert problems == [], "\n".join(problems) + "\n\n" + block
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: render._NEUTRALISE now covers attributes, tool_use and function_calls, but still lets through "
-    "`<invoke name=\"Bash\">` / `<parameter name=\"command\">` (the body of a fake tool call), `<human>` and a "
-    "closing tag written `< /system>` (space before the slash: the pattern is `</?\\s*`).  Fix: add invoke, "
-    "parameter, human (and antml:-prefixed names) to the alternation and accept `<\\s*/?\\s*` -- or simply "
-    "replace every '<' and '>' of record text with '‹' '›' in safe_text"))
 def test_tag_variants_are_neutralised_too(tmp_path):
     block = _block_for(tmp_path, VARIANTS)
     _records, problems = _check(block)

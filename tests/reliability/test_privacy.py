@@ -83,11 +83,6 @@ def test_home_folders_are_0700_and_files_0600_after_a_full_loop(loop_home):
     assert bad == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: os.makedirs(folder, mode=0o700) applies the mode to the last folder only; the intermediate records/L0 "
-    "and records/L1 (created by fsutil.atomic_write_bytes on the first record write; Home.ensure makes records/ "
-    "only) get 0777 & ~umask = 0755 under the usual umask 022.  Fix: Home.ensure also creates records/L0 and "
-    "records/L1, and the normalizer / cortex CLI set os.umask(0o077) at start as the capture hooks do"))
 def test_intermediate_record_folders_are_0700_too(loop_home):
     home, _t = loop_home
     modes = {d: oct(stat.S_IMODE(os.stat(os.path.join(home.root, d)).st_mode)) for d in KNOWN_0755

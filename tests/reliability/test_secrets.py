@@ -142,17 +142,6 @@ def _result(tmp_path_factory, position):
 
 
 LEAKS = {
-    "plan_items": ("BUG: RecordStore.upsert redacts only cand['text']; a plan record's `plan` items (TodoWrite/"
-                   "update_plan/write_todos text) are stored raw in the record file, copied into the index's plan "
-                   "column and rendered into the block by render.line_for.  Fix: in records.upsert run "
-                   "redact.clean over every plan item's text (and over `files`), before the id and the write"),
-    "file_path": ("BUG: RecordStore.upsert redacts the text but not the `files` list (and extract puts the edited "
-                  "paths there), so a secret in a file name reaches the record file, the index (files column, "
-                  "postings) and the export.  Fix: redact.clean every entry of cand['files'] in upsert"),
-    "cwd": ("BUG: the project id is slug(basename of the cwd) + hash (scope.project_for): a secret in the working "
-            "directory's name becomes part of the project id, hence of records/L0/<project>/ paths, every "
-            "record's scope_id/project, the index, the block header and the log.  Fix: in scope.project_for, use "
-            "redact.redact on the name and fall back to 'project' when anything was redacted"),
 }
 
 
@@ -171,13 +160,6 @@ def test_no_injected_secret_reaches_records_index_logs_block_or_export(tmp_path_
 
 
 ELSEWHERE_LEAKS = {
-    "file_path": ("BUG: extract.extract keeps the edited paths raw in its state (state['edited']), which "
-                  "normalize.Run.session saves in state/cursors.json: a secret in a file name sits in clear in the "
-                  "Cortex home (last_prompt and failures are redacted there, `edited` is not).  Fix: redact.clean "
-                  "each edited path before saving the state (and in the record's `files`)"),
-    "cwd": ("BUG: state/cursors.json stores each transcript's cwd and project id raw (normalize.Run.session: "
-            "'cwd': ctx.cwd, 'project': ctx.project), so a secret in the working directory's name is kept in clear "
-            "in the Cortex home.  Fix: with the scope.project_for fix, store the redacted cwd"),
 }
 
 
