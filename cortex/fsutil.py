@@ -9,7 +9,8 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     try:
         try:
-            os.fchmod(fd, mode)  # exactly the mode asked for, whatever the umask (a client's settings keep theirs)
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, mode)  # exactly the mode asked for, whatever the umask (a client's settings keep theirs)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
