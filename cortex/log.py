@@ -12,9 +12,12 @@ def get_logger(home, **bound):
     import structlog
     path = home.log_file
     if _configured.get("path") != path:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            stream = _Safe(os.fdopen(fd, "a", encoding="utf-8", buffering=1))
+        except OSError:
+            stream = _Safe(None)  # an unwritable home must not turn logging into a crash
         old = _configured.get("stream")
         structlog.configure(
             processors=[
@@ -33,6 +36,34 @@ def get_logger(home, **bound):
             except OSError:
                 pass
     return structlog.get_logger().bind(pid=os.getpid(), **bound)
+
+
+class _Safe:
+    """A log stream whose writes never raise: a full disk or read-only home loses log lines, not work."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, s):
+        if self.stream is not None:
+            try:
+                self.stream.write(s)
+            except (OSError, ValueError):
+                pass
+
+    def flush(self):
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+    def close(self):
+        if self.stream is not None:
+            try:
+                self.stream.close()
+            except (OSError, ValueError):
+                pass
 
 
 def error_line(msg: str, hint: str = "") -> None:

@@ -392,6 +392,11 @@ def main(argv=None) -> int:
         return watch(home)
     try:
         stats = run(home)
+    except OSError as e:
+        from .log import error_line
+        error_line("cannot work in the Cortex home %s: %s" % (home.root, e.strerror or e),
+                   "check that it is writable and the disk is not full; pending events are kept")
+        return 1
     except config_mod.ConfigError as e:
         from .log import error_line, get_logger
         get_logger(home, component="normalize").error("config_invalid", error=str(e))

@@ -209,7 +209,8 @@ class _State:
         elif kind == "summary":
             title = rec.get("summary")
             if isinstance(title, str) and title.strip():
-                self.summaries.append((rec.get("leafUuid"), title.strip()))
+                leaf = rec.get("leafUuid")
+                self.summaries.append((leaf if isinstance(leaf, str) else None, title.strip()))
         elif kind == "custom-title":  # /rename
             title = rec.get("customTitle")
             if isinstance(title, str) and title.strip():
@@ -247,7 +248,7 @@ class _State:
         if version and isinstance(version, str):
             meta.client_version = version
         if meta.started_at is None:
-            ts = rec.get("timestamp")
+            ts = _ts(rec)
             if ts and isinstance(ts, str):
                 meta.started_at = ts
 
@@ -258,7 +259,7 @@ class _State:
         if not isinstance(msg, dict):
             raise ValueError("assistant record without a message")
         mid = msg.get("id")
-        ref, ts, side = f"L{line_no}", rec.get("timestamp"), rec.get("isSidechain") is True
+        ref, ts, side = f"L{line_no}", _ts(rec), rec.get("isSidechain") is True
         # Client-made replies (API errors, "No response requested.") are not model output.
         synthetic = msg.get("model") == "<synthetic>" or rec.get("isApiErrorMessage") is True
         content = msg.get("content")
@@ -325,7 +326,7 @@ class _State:
         msg = rec.get("message")
         if not isinstance(msg, dict):
             raise ValueError("user record without a message")
-        ref, ts, side = f"L{line_no}", rec.get("timestamp"), rec.get("isSidechain") is True
+        ref, ts, side = f"L{line_no}", _ts(rec), rec.get("isSidechain") is True
         content = msg.get("content")
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
@@ -384,7 +385,7 @@ class _State:
         # A hook that printed JSON has an empty `content` here; its additionalContext
         # follows in a separate `hook_additional_context` attachment.
         if isinstance(content, str) and content.strip():
-            self.out.append(Entry(INJECTED, content, f"L{line_no}", rec.get("timestamp"),
+            self.out.append(Entry(INJECTED, content, f"L{line_no}", _ts(rec),
                                   sidechain=rec.get("isSidechain") is True))
 
 
@@ -587,3 +588,9 @@ def _head_info(path: str, max_lines: int = 20):
 def _warn(result: ParseResult, message: str) -> None:
     if len(result.warnings) < MAX_WARNINGS:
         result.warnings.append(message)
+
+
+def _ts(rec: dict):
+    """The record's timestamp when it is a string (Entry.ts is an ISO string or None)."""
+    ts = rec.get("timestamp")
+    return ts if isinstance(ts, str) else None

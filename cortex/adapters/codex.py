@@ -108,7 +108,7 @@ class CodexAdapter(Adapter):
                 obj = None
             if isinstance(obj, dict):
                 return (isinstance(obj.get("timestamp"), str)
-                        and obj.get("type") in _ROLLOUT_TYPES
+                        and isinstance(obj.get("type"), str) and obj.get("type") in _ROLLOUT_TYPES
                         and isinstance(obj.get("payload"), dict))
         return _ROLLOUT_OPENING.match(text) is not None
 

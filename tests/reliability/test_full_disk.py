@@ -129,13 +129,6 @@ def test_normalize_with_a_read_only_home_loses_nothing(readonly_home):
     assert record_files(home) == before_records
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: with a read-only (or unwritable) home, cortex-normalize dies with a Python traceback "
-    "(log.get_logger's os.open of logs/cortex.log raises PermissionError, outside any handler in "
-    "normalize.run/main) instead of the one-line error the README promises.  Fix: in normalize.main wrap run() "
-    "in `except OSError as e: error_line('cannot write the Cortex home %s: %s' % (home.root, e.strerror), "
-    "'check its owner, mode and free space'); return 1`, and make get_logger fall back to a null logger when the "
-    "log cannot be opened"))
 def test_normalize_with_a_read_only_home_says_so_in_one_line(readonly_home):
     home, name, before_records, rc, err = _normalize_readonly(readonly_home)
     assert b"Traceback" not in err
