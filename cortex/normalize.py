@@ -90,6 +90,16 @@ def nothing_to_do(home: Home) -> bool:
     return True
 
 
+def out_of_space(e: BaseException) -> bool:
+    """A write failed because the disk is full or read-only (the run must stop, not quarantine)."""
+    import errno
+    import sqlite3
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG, errno.EROFS):
+        return True
+    return isinstance(e, sqlite3.OperationalError) and any(
+        w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database"))
+
+
 def safe_transcript_path(path):
     return (isinstance(path, str) and path and "\x00" not in path and os.path.isabs(path)
             and path.lower().endswith(TRANSCRIPT_SUFFIXES))
@@ -169,6 +179,11 @@ class Run:
             try:
                 self.session(evs)
             except Exception as e:  # one broken session never stops the batch
+                if out_of_space(e):
+                    # not the events' fault: stop here, leave them claimed, and the next run resumes
+                    self.log.error("normalize_stopped", reason="no space or read-only: %s" % e,
+                                   hint="free disk space; pending events are kept")
+                    raise
                 self.log.exception("session_failed", session=key[1], client=key[0])
                 for name, _ in evs:
                     self._fail(name, "normalizer error while reading this session: %s: %s; "
@@ -392,16 +407,18 @@ def main(argv=None) -> int:
         return watch(home)
     try:
         stats = run(home)
-    except OSError as e:
-        from .log import error_line
-        error_line("cannot work in the Cortex home %s: %s" % (home.root, e.strerror or e),
-                   "check that it is writable and the disk is not full; pending events are kept")
-        return 1
     except config_mod.ConfigError as e:
         from .log import error_line, get_logger
         get_logger(home, component="normalize").error("config_invalid", error=str(e))
         error_line(str(e), "see docs/configuration.md")
         return 2
+    except Exception as e:
+        if not (isinstance(e, OSError) or out_of_space(e)):
+            raise
+        from .log import error_line
+        error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
+                   "check that it is writable and the disk is not full; pending events are kept")
+        return 1
     if "busy" in stats:
         if not args.quiet:
             print("cortex-normalize: another run is in progress (pid %s); nothing to do" % stats["busy"])

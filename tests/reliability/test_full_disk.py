@@ -205,16 +205,6 @@ def test_normalize_on_a_full_disk_corrupts_nothing_and_loses_no_event(full_disk_
         assert sorted(ev["pending"] + ev["claimed"] + ev["done"] + ev["failed"]) == full_disk_runs["names"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: a write that fails for lack of space (ENOSPC/EDQUOT/EFBIG, or SQLite's 'disk I/O error' / 'database "
-    "or disk is full') inside a session is caught by normalize.Run.run's `except Exception` and the session's "
-    "events are quarantined to failed/ ('normalizer error ... disk I/O error'), so the next run -- with room "
-    "again -- does not retry them and the result differs from a clean run until someone runs `cortex inbox "
-    "retry`; and when the log itself cannot grow, the structlog write inside that except handler raises "
-    "OSError(EFBIG) and the run dies with a traceback (exit 1).  Fix: in Run.run, on OSError with errno in "
-    "(ENOSPC, EDQUOT, EFBIG, EROFS) or sqlite3.OperationalError from a write, stop the run and leave the "
-    "remaining events in claimed/ (the next run takes them), exit non-zero with one line; make log writes "
-    "never raise (wrap the structlog stream in one that swallows OSError)"))
 def test_normalize_resumes_after_a_full_disk_with_the_clean_result(full_disk_runs):
     want = full_disk_runs["want"]
     bad = []
