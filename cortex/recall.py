@@ -83,6 +83,33 @@ def _rows(con, ids):
     return out
 
 
+def _light_rows(con, ids):
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        yield from con.execute("SELECT id, scope, scope_id, type, status FROM records WHERE id IN (%s)"
+                               % ",".join("?" * len(chunk)), chunk)
+
+
+def _could_reach_top(light, k: int, max_bm25: float) -> set:
+    """Ids that could still be among the first k.  The ranking parts add at most sum(WEIGHTS) to a
+    hit's relevance, so within a tier a hit whose relevance is more than that below the k-th best
+    relevance can never overtake it; tiers after the one that fills k hits never show.  Reading full
+    rows only for these gives the same hits in the same order, far faster on common words."""
+    margin = sum(WEIGHTS.values())
+    by_tier = {}
+    for tier, b, rid in light:
+        by_tier.setdefault(tier, []).append((b / max_bm25 if max_bm25 > 0 else 0.0, rid))
+    keep, need = set(), k
+    for tier in sorted(by_tier):
+        if need <= 0:
+            break
+        rels = sorted(by_tier[tier], reverse=True)
+        floor = rels[min(need, len(rels)) - 1][0] - margin
+        keep.update(rid for rel, rid in rels if rel >= floor)
+        need -= len(rels)
+    return keep
+
+
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None) -> dict:
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
@@ -114,22 +141,24 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     con = connect(home.index_db, readonly=True)
     try:
         scores = bm25_scores(con, terms)
-        rows = _rows(con, sorted(scores))
+        light = []
+        for rid, sc, sid, rtype, status in _light_rows(con, sorted(scores)):
+            if scope_ids is not None and sid not in scope_ids:
+                continue
+            if types and rtype not in types:
+                continue
+            if status != "active" and not include_archived:
+                continue
+            tier = 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
+            light.append((tier, scores[rid], rid))
+        if not light:
+            return out
+        max_bm25 = max(b for _, b, _ in light)
+        rows = _rows(con, sorted(_could_reach_top(light, k, max_bm25)))
         days = _active_days(con, [project["id"], domain])
     finally:
         con.close()
-    hits = []
-    for rid, rec in rows.items():
-        if scope_ids is not None and rec["scope_id"] not in scope_ids:
-            continue
-        if types and rec["type"] not in types:
-            continue
-        if rec["status"] != "active" and not include_archived:
-            continue
-        hits.append(rec)
-    if not hits:
-        return out
-    max_bm25 = max(scores[r["id"]] for r in hits)
+    hits = list(rows.values())
     words = re.findall(r"\w+", query)
     for rec in hits:
         p = rank.parts(rec, now, cfg, days)
