@@ -379,7 +379,6 @@ def peak_rss_kb(argv, env: dict, stdin: bytes = b"") -> int:
     return measured_run(argv, env, stdin)[1]
 
 
-BASELINE = None  # [sys.executable, "-c", "pass"], set at first use
 
 
 def time_paired(argv, runs: int, env: dict, stdin=b"", warmup: int = 2, measured: bool = False):
@@ -583,8 +582,8 @@ def replay_sessions(dest: str, copies: int):
                                 f.write(data)
                         if sid and new and sid in name:
                             os.rename(p, os.path.join(dirpath, name.replace(sid, new)))
-                for dirpath, _, files in os.walk(dst):
-                    total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
+            for dirpath, _, files in os.walk(dst):
+                total += sum(os.path.getsize(os.path.join(dirpath, f)) for f in files)
             rel = os.path.relpath(main, folder)
             if sid and new:
                 rel = rel.replace(sid, new)

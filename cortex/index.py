@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS records(
   created TEXT, updated TEXT, times TEXT, tokens INTEGER, files TEXT, branch TEXT, plan TEXT,
   sessions TEXT, path TEXT, doclen INTEGER, file_state TEXT);
 DROP INDEX IF EXISTS records_scope;
-CREATE INDEX IF NOT EXISTS records_scope_type ON records(scope_id, status, type, updated);
+DROP INDEX IF EXISTS records_scope_type;
+CREATE INDEX IF NOT EXISTS records_light ON records(scope_id, status, type, updated, scope, id);
 CREATE INDEX IF NOT EXISTS records_doclen ON records(id, doclen);
 CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY(term, id))
   WITHOUT ROWID;

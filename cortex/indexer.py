@@ -40,7 +40,8 @@ def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: f
     INCREMENTAL_FROM active records and was fully ranked less than FULL_EVERY_SECONDS ago, only the old
     candidates and the changed records are re-ranked (the records outside the list did not change, and an
     hour of decay does not carry one past hundreds of others into the few dozen the block shows).
-    Otherwise, and at least hourly, the whole scope is ranked again."""
+    Otherwise, and at least hourly, the whole scope is ranked again.  (rank.order counts the active days
+    of the records it is given; here those are the candidates', as at session start.)"""
     now = time.time() if now is None else now
     con = idx.con
     row = con.execute("SELECT full_at, active FROM candidates_ranked WHERE scope_id=?", (scope_id,)).fetchone()
@@ -65,7 +66,7 @@ def _store_candidates(idx: Index, cfg: dict, scope_id: str, recs: list, now: flo
     limit = int(cfg["session_start"]["candidates_per_scope"])
     keep = [r["id"] for r in ranked[:limit]]
     # the newest plan of the scope is always a candidate: it is what "where you left off" shows
-    # (the 3 newest plans or progress notes: 3 per type from the records_scope_type index, merged)
+    # (the 3 newest plans or progress notes: 3 per type from the records_light index, merged)
     newest = []
     for rtype in ("plan", "progress"):
         newest += idx.con.execute("SELECT updated, id FROM records WHERE scope_id=? AND status='active' AND type=? "
