@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from .fsutil import write_fully
 from .home import Home
 
 EVENT_SCHEMA = "cortex.event/1"
@@ -164,10 +165,7 @@ def write_event(home: Home, event: dict) -> str:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         try:
-            view = memoryview(data)
-            while view:  # a full disk may accept only part of a write
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            write_fully(fd, data)
         finally:
             os.close(fd)
         dst = os.path.join(home.inbox_dir("pending"), name)

@@ -102,9 +102,8 @@ def cmd_lifecycle(args):
 
 
 def cmd_bench(args):
-    from .bench import run_bench
-    run_bench(tuple(int(s) for s in args.sizes.split(",")), args.runs)
-    return 0
+    from .bench import run_args
+    return run_args(args)
 
 
 def build_parser():
@@ -145,9 +144,9 @@ def build_parser():
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_lifecycle)
 
-    p = sub.add_parser("bench", help="time the hooks and session start beside python3 -c pass")
-    p.add_argument("--sizes", default="1000", help="comma-separated record counts (default 1000)")
-    p.add_argument("--runs", type=int, default=15, help="timed runs per case, after 2 warm-up runs")
+    p = sub.add_parser("bench", help="benchmarks: hot paths beside python3 -c pass; --locomo for retrieval")
+    from .bench import add_arguments as add_bench_arguments
+    add_bench_arguments(p)
     p.set_defaults(func=cmd_bench)
 
     try:  # the commands for people: recall, remember, forget, pin, show, why, doctor, inbox, export...

@@ -2,6 +2,14 @@
 import os
 
 
+def write_fully(fd: int, data: bytes) -> None:
+    """All of data, then fsync: a nearly full disk may accept only part of one write."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
 def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -11,10 +19,7 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, mode)  # exactly the mode asked for, whatever the umask (a client's settings keep theirs)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
+            write_fully(fd, data)
         finally:
             os.close(fd)
         os.replace(tmp, path)

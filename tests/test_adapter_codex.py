@@ -83,7 +83,7 @@ def rollout(tmp_path, records, name="rollout.jsonl"):
     """A small synthetic rollout, for cases the fixtures do not contain."""
     head = {"timestamp": "2026-01-01T00:00:00.000Z", "type": "session_meta",
             "payload": {"id": "sess-1", "timestamp": "2026-01-01T00:00:00.000Z",
-                        "cwd": "/work/proj", "cli_version": "0.130.0"}}
+                        "cwd": "/home/user/proj", "cli_version": "0.130.0"}}
     path = tmp_path / name
     with open(path, "w", encoding="utf-8") as f:
         for rec in [head] + records:

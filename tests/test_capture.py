@@ -319,7 +319,7 @@ def test_capture_imports_only_the_standard_library(home, transcript, kind):
     assert len(names(home, "pending")) == 1
     extra = mods - baseline
     assert {m.split(".")[0] for m in extra} <= set(sys.stdlib_module_names) | {"cortex"}, sorted(extra)
-    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.home"}
+    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.fsutil", "cortex.home"}
     assert not [m for m in mods if m.split(".")[0] in HEAVY_MODULES]
 
 

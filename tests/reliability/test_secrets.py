@@ -113,7 +113,7 @@ def _run_position(base: Path, position: str):
         for p in _transcripts(main.parent, client):
             inject_file(p, client, position, inj)
         meta = transcript_meta(main, client)
-        cwd = meta.cwd or "/work/%s" % name
+        cwd = meta.cwd or "/fixture/%s" % name
         if position == "cwd" and client == "gemini":
             cwd = inj("cwd", cwd)
         cwds.add(cwd)
