@@ -21,7 +21,7 @@ from cortex.home import Home
 from cortex.index import bm25_scores, index_text
 from cortex.textproc import tokenize
 
-from conftest import REPO, db_rows
+from cortex_testkit import REPO, db_rows
 
 LOCOMO_DATA = Path(locomo.DEFAULT_DATA)
 
