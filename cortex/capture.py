@@ -63,15 +63,25 @@ def _safe_transcript(path):
     return path
 
 
-def _looks_like_transcript(path) -> bool:
-    """A glance, not a parse: a client transcript is JSON, so its first non-blank byte is '{'."""
+def _is_client_transcript(path, st) -> bool:
+    """Whether the file `st` describes opens like a client's transcript (the adapters' own rules).
+    Opened without following a link, and checked to be the same file, so a path swapped after the
+    lstat is not read."""
+    from .sniff import HEAD_BYTES, client_of
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return False
-    head = head.lstrip(b" \t\r\n\xef\xbb\xbf")
-    return head[:1] == b"{" or head == b""
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        head = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return client_of(head, path) is not None
 
 
 def snapshot_transcript(home: Home, path, session_id):
@@ -93,7 +103,7 @@ def snapshot_transcript(home: Home, path, session_id):
     import stat as _stat
     if not _stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
         return info
-    if not _looks_like_transcript(safe):
+    if not _is_client_transcript(safe, st):  # only a client's transcript is ever linked or copied
         return info
     info["size"], info["mtime"] = st.st_size, st.st_mtime
     sid = "".join(c for c in str(session_id or "nosession") if c.isalnum() or c in "-_")[:80] or "nosession"

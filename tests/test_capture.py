@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_testkit import BIN, HEAVY_MODULES, REPO, clean_env, copy_fixture, events_in, names, normalize, run_bin
+from cortex_testkit import BIN, HEAVY_MODULES, REPO, TRANSCRIPTS, clean_env, copy_fixture, events_in, names, normalize, run_bin
 from cortex.home import Home
 from cortex.schemas import validate
 
@@ -214,6 +214,38 @@ def test_absolute_paths_that_are_not_transcripts_are_not_linked(home, tmp_path, 
         assert target.stat().st_nlink == 1
 
 
+@pytest.mark.parametrize("kind", ["json-lines", "json-document", "empty", "package-json"])
+def test_json_files_that_are_no_client_s_transcript_are_not_linked(home, tmp_path, kind):
+    """Only a file that opens like a Claude Code, Codex or Gemini transcript is kept: a hook payload naming
+    any other JSON file (by mistake or on purpose) must not give Cortex a copy of it."""
+    target = tmp_path / {"json-document": "config.json", "package-json": "package.json"}.get(kind, "data.jsonl")
+    target.write_bytes({"json-lines": b'{"type": "user", "name": "a"}\n{"type": "row", "v": 2}\n',
+                        "json-document": b'{"api_key": "not-for-cortex", "messages": []}\n',
+                        "empty": b"",
+                        "package-json": b'{\n  "name": "x",\n  "version": "1.0.0"\n}\n'}[kind])
+    proc = run_bin("cortex-stop", "--client", "claude-code", timeout=20,
+                   stdin=json.dumps({"session_id": "s1", "transcript_path": str(target)}).encode(), home=home)
+    assert_silent_success(proc)
+    ev = only_event(home)
+    assert ev["transcript"]["blob"] is None and ev["transcript"]["path"] == str(target)
+    assert os.listdir(home.blobs) == []
+    assert target.stat().st_nlink == 1
+
+
+@pytest.mark.parametrize("name", sorted(TRANSCRIPTS))
+def test_every_real_transcript_is_linked_and_sniffed_as_its_own_client(home, tmp_path, name):
+    from cortex import adapters, sniff
+    path = copy_fixture(name, tmp_path / "client")
+    proc = run_bin("cortex-stop", timeout=20, home=home,
+                   stdin=json.dumps({"session_id": "s1", "transcript_path": str(path)}).encode())
+    assert_silent_success(proc)
+    ev = only_event(home)
+    assert ev["transcript"]["blob_kind"] == "link"
+    client = TRANSCRIPTS[name][2]
+    assert sniff.client_of_file(str(path)) == client
+    assert adapters.detect(str(path)).client == client
+
+
 # --------------------------------------------------------------------------- broken homes
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions")
@@ -319,7 +351,8 @@ def test_capture_imports_only_the_standard_library(home, transcript, kind):
     assert len(names(home, "pending")) == 1
     extra = mods - baseline
     assert {m.split(".")[0] for m in extra} <= set(sys.stdlib_module_names) | {"cortex"}, sorted(extra)
-    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.fsutil", "cortex.home"}
+    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.fsutil", "cortex.home",
+                                                              "cortex.sniff"}
     assert not [m for m in mods if m.split(".")[0] in HEAVY_MODULES]
 
 

@@ -11,6 +11,7 @@ import json
 import os
 import re
 
+from .. import sniff
 from .base import (
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
@@ -40,13 +41,6 @@ PLAN_STATUS = {
     "completed": "completed", "complete": "completed", "done": "completed",
 }
 
-# Record types Claude Code writes; used by sniff() only.
-RECORD_TYPES = frozenset((
-    "user", "assistant", "system", "summary", "progress", "file-history-snapshot",
-    "queue-operation", "attachment", "last-prompt", "cost-state", "mode", "tools-used",
-    "atis-latch", "custom-title", "ai-title", "agent-name",
-))
-
 _REMINDER_RE = re.compile(
     r"<(system-reminder|user-prompt-submit-hook)>.*?</\1>\s*", re.DOTALL)
 _COMMAND_NAME_RE = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
@@ -70,34 +64,7 @@ class ClaudeCodeAdapter(Adapter):
     # ---------------------------------------------------------------- sniff
 
     def sniff(self, head: bytes, path: str) -> bool:
-        parts = head.split(b"\n")
-        last = len(parts) - 1  # may be cut off by the head's size limit
-        yes = no = seen = 0
-        for i, raw in enumerate(parts):
-            raw = raw.strip()
-            if not raw:
-                continue
-            seen += 1
-            if seen > 10:
-                break
-            try:
-                rec = json.loads(raw)
-            except (ValueError, RecursionError):
-                if i != last:
-                    no += 1  # e.g. the first line of a pretty-printed JSON document
-                continue
-            verdict = _looks_like_record(rec)
-            if verdict is True:
-                yes += 1
-            elif verdict is False:
-                no += 1
-        if yes or no:
-            if yes != no:
-                return yes > no
-            return ".claude" in path.replace("\\", "/")
-        # No complete line in the head (a very long first record): look at the raw bytes.
-        return (b'"sessionId"' in head and b'"parentUuid"' in head
-                and re.search(rb'"type"\s*:\s*"(user|assistant|system|summary)"', head) is not None)
+        return sniff.claude_code(head, path)
 
     # ---------------------------------------------------------------- parse
 
@@ -516,24 +483,6 @@ def _result_text(content) -> str:
 
 def _str(value) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _looks_like_record(rec):
-    """True: a Claude Code record; False: something else; None: can't tell."""
-    if not isinstance(rec, dict):
-        return False
-    kind = rec.get("type")
-    if not isinstance(kind, str):
-        return False
-    if kind == "summary":
-        return "leafUuid" in rec or "summary" in rec
-    if kind == "file-history-snapshot":
-        return "snapshot" in rec
-    if kind in RECORD_TYPES or kind.startswith("api-request"):
-        return "sessionId" in rec or "parentUuid" in rec or "uuid" in rec
-    if "sessionId" in rec and "payload" not in rec:
-        return None  # perhaps a record type newer than this module
-    return False
 
 
 def _count_newlines(f, end: int) -> int:

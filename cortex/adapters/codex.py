@@ -19,6 +19,7 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from .. import sniff
 from .base import (
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
@@ -26,16 +27,6 @@ from .base import (
 )
 
 TEXT_LIMIT = 4000
-
-_ROLLOUT_TYPES = frozenset((
-    "session_meta", "response_item", "event_msg", "turn_context", "compacted",
-    "world_state", "token_usage_record",
-))
-# The first line can be longer than the sniffed head (0.125 writes 22 KB of base
-# instructions into session_meta), so the line's opening is matched on its own.
-_ROLLOUT_OPENING = re.compile(
-    rb'\{\s*"timestamp"\s*:\s*"[^"]*"\s*,\s*"type"\s*:\s*"(?:session_meta|response_item|'
-    rb'event_msg|turn_context|compacted)"\s*,\s*"payload"\s*:\s*\{')
 
 # Contextual blocks Codex itself puts into role=user messages (codex-rs
 # contextual_user_message.rs), plus developer-style blocks seen in fixtures.
@@ -99,18 +90,7 @@ class CodexAdapter(Adapter):
     client = "codex"
 
     def sniff(self, head: bytes, path: str) -> bool:
-        text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-        nl = text.find(b"\n")
-        if nl != -1:
-            try:
-                obj = json.loads(text[:nl])
-            except (ValueError, RecursionError):
-                obj = None
-            if isinstance(obj, dict):
-                return (isinstance(obj.get("timestamp"), str)
-                        and isinstance(obj.get("type"), str) and obj.get("type") in _ROLLOUT_TYPES
-                        and isinstance(obj.get("payload"), dict))
-        return _ROLLOUT_OPENING.match(text) is not None
+        return sniff.codex(head, path)
 
     def parse(self, path: str, cursor: int = 0) -> ParseResult:
         state = _State()

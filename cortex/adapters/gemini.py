@@ -13,6 +13,7 @@ import ntpath
 import posixpath
 import re
 
+from .. import sniff
 from .base import (
     ASSISTANT, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK, THINKING, TOOL_CALL,
     TOOL_RESULT, USER, WRITE,
@@ -49,21 +50,7 @@ class GeminiAdapter(Adapter):
     client = "gemini"
 
     def sniff(self, head: bytes, path: str) -> bool:
-        text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-        if not text.startswith(b"{"):
-            return False
-        if not (b'"sessionId"' in text and b'"messages"' in text and b'"projectHash"' in text):
-            return False
-        nl = text.find(b"\n")
-        if nl != -1 and text[nl + 1:].strip():
-            # A whole object on the first line with more after it is JSON lines (another
-            # client's transcript), not a chat document, which opens with a bare "{".
-            try:
-                json.loads(text[:nl])
-                return False
-            except (ValueError, RecursionError):
-                pass
-        return True
+        return sniff.gemini(head, path)
 
     def parse(self, path: str, cursor: int = 0) -> ParseResult:
         with open(path, "rb") as f:

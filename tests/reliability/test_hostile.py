@@ -123,13 +123,6 @@ def test_hostile_project_ids_and_record_paths_stay_inside_records(hostile_run):
     assert all("/" not in n and not n.startswith(".") and ".." not in n.split(".")[0] for n in names), names
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: capture.snapshot_transcript hard-links (or copies, up to 4 MiB, across filesystems) any absolute path "
-    "ending in .jsonl/.json: it stats with os.stat (follows a symlink named *.jsonl, e.g. to /etc/passwd) and "
-    "os.link follows it too (follow_symlinks=True), and it never checks that the file is a transcript, so "
-    "`data.jsonl` / `config.json` / `passwd-link.jsonl` end up in inbox/blobs/.  Fix: os.lstat + S_ISREG (reject "
-    "symlinks), os.link(..., follow_symlinks=False), skip files not owned by the user, and sniff the first 4 KiB "
-    "(adapters.detect's rules, stdlib only) before linking or copying"))
 def test_capture_links_and_copies_only_legitimate_transcripts(hostile_run):
     home, out, legit = hostile_run["home"], hostile_run["out"], hostile_run["legit"]
     decoys = {}
