@@ -88,6 +88,8 @@ class Candidate:
     key: Optional[str] = None
     replace: bool = False
     salience: float = 0.5
+    since: str = ""               # a record that sums up a session's state: when that state began
+
 
     def to_store(self, ctx: Context) -> dict:
         return {
@@ -97,6 +99,7 @@ class Candidate:
             "key": self.key, "replace": self.replace,
             "provenance": {"client": ctx.client, "session": ctx.session, "transcript": ctx.transcript,
                            "ref": self.ref, "layer": self.layer, "at": self.at},
+            "since": self.since or None,
         }
 
 
@@ -250,11 +253,18 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     `state` carries what a session-level record needs across batches (the last prompt, files
     changed, commands still failing); pass back the returned state with the next batch.
     """
-    st = {"last_prompt": None, "edited": [], "failures": {}, "last_at": ctx.fallback_time}
+    st = {"last_prompt": None, "edited": [], "failures": {}, "last_at": ctx.fallback_time, "activity_at": "",
+          "first_activity_at": "", "plan_since": "", "open_shell": {}}
     st.update(state or {})
     edited, failures = list(st["edited"]), dict(st["failures"])
     out = []
     calls = {}
+    # shell commands whose result had not arrived when the last batch ended (a line cut mid-write, or
+    # the session stopped between a call and its result): the result in this batch still finds them
+    open_shell = dict(st.get("open_shell") or {})
+    activity_at = st.get("activity_at") or ""
+    first_activity_at = st.get("first_activity_at") or ""
+    plan_since = st.get("plan_since") or ""
     latest_plan = None
     last_at = st["last_at"]
     new_activity = False
@@ -268,32 +278,39 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain and len(e.text.strip()) >= 8 and has_content(e.text, 4):
                 st["last_prompt"] = {"text": clean_sentence(e.text, 200), "ref": e.ref, "at": at}
-                new_activity = True
+                new_activity, activity_at = True, max(activity_at, at)
+                first_activity_at = first_activity_at or at
         elif e.kind == B.ASSISTANT:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
                 out.extend(keyword_candidates(e, ctx, at))
         elif e.kind == B.PLAN and e.plan and not e.sidechain:
             latest_plan = (e, at)
+            plan_since = plan_since or at
         elif e.kind == B.COMPACT_SUMMARY and e.text.strip():
             out.append(Candidate("summary", summary_text(e.text, ctx.max_chars), 0.8, "structural", e.ref, at,
                                  key="summary:%s:%s" % (ctx.session, e.ref), salience=0.6))
         elif e.kind == B.TOOL_CALL:
             if e.call_id:
                 calls[e.call_id] = e
+                if e.action == B.SHELL and e.text:
+                    open_shell[e.call_id] = e.text
             if e.action in (B.EDIT, B.WRITE):
                 for f in e.files:
                     rel = _rel(f, ctx.cwd)
                     if rel in edited:
                         edited.remove(rel)
                     edited.append(rel)
-                    new_activity = True
+                    new_activity, activity_at = True, max(activity_at, at)
+                    first_activity_at = first_activity_at or at
                     for f in failures.values():
                         if rel not in f["since"]:
                             f["since"] = (f["since"] + [rel])[-10:]
         elif e.kind == B.TOOL_RESULT and e.action == B.SHELL:
             call = calls.get(e.call_id)
-            cmd = (call.text if call else "") or e.args and str(e.args.get("command", "")) or ""
+            cmd = ((call.text if call else "") or open_shell.get(e.call_id) or e.args and str(e.args.get("command", ""))
+                   or "")
+            open_shell.pop(e.call_id, None)
             key = _command_key(cmd)
             failed = e.is_error or (e.exit_code not in (None, 0))
             if failed and key:
@@ -314,7 +331,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         items = [{"text": i.text.strip(), "status": i.status} for i in e.plan if i.text.strip()]
         if items:
             out.append(Candidate("plan", _plan_text(e.plan), 0.9, "structural", e.ref, at, plan=items,
-                                 key="plan:%s" % ctx.session, replace=True, salience=0.9))
+                                 key="plan:%s" % ctx.session, replace=True, salience=0.9, since=plan_since))
     edited = edited[-50:]
     if new_activity and (st["last_prompt"] or edited):
         lp = st["last_prompt"]
@@ -325,15 +342,21 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             shown = edited[-8:]
             more = len(edited) - len(shown)
             parts.append("changed %s%s" % (", ".join(shown), " (+%d more)" % more if more else ""))
+        # dated by the last prompt or edit, not by the batch's last line: where a read happens to stop
+        # (a line cut mid-write, a run between two stops) must not change the record
         out.append(Candidate("progress", "; ".join(parts) + ".", 0.7, "structural", lp["ref"] if lp else "",
-                             max(lp["at"] if lp else "", last_at), files=edited[-20:],
-                             key="progress:%s" % ctx.session, replace=True, salience=0.5))
-    st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at)
+                             activity_at or last_at, files=edited[-20:],
+                             key="progress:%s" % ctx.session, replace=True, salience=0.5,
+                             since=first_activity_at))
+    st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
+              first_activity_at=first_activity_at, plan_since=plan_since,
+              open_shell=dict(list(open_shell.items())[-20:]))
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from . import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
+    st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}
     return [c for c in out if c.type in ("plan", "progress") or has_content(c.text)], st

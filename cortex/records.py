@@ -179,7 +179,8 @@ class RecordStore:
                 "confidence": round(float(cand.get("confidence", 0.5)), 3),
                 "salience": round(float(cand.get("salience", 0.5)), 3),
                 "pinned": bool(cand.get("pinned", False)), "priority": int(cand.get("priority", 0)),
-                "created": prov["at"], "updated": prov["at"], "seen": [prov["at"]], "used": [],
+                "created": min(cand.get("since") or prov["at"], prov["at"]), "updated": prov["at"],
+                "seen": [prov["at"]], "used": [],
                 "tokens": 0, "branch": cand.get("branch"), "files": sorted(set(cand.get("files") or ())),
                 "provenance": [prov], "text": text,
             }
@@ -208,8 +209,11 @@ class RecordStore:
             rec["salience"] = round(max(float(rec.get("salience", 0)), float(cand.get("salience", 0))), 3)
             rec["files"] = sorted(set(rec.get("files") or ()) | set(cand.get("files") or ()))
             rec["updated"] = max([rec.get("updated") or prov["at"]] + [p["at"] for p in provs])
+            if cand.get("since") and cand["since"] < (rec.get("created") or cand["since"] + "~"):
+                rec["created"] = cand["since"]
             if cand.get("replace") and max(provs, key=_order) == prov:
                 rec["text"] = text  # plans and progress follow the newest state of their session
+                rec["files"] = sorted(set(cand.get("files") or ()))
                 if cand.get("plan") is not None:
                     rec["plan"] = [dict(i) for i in cand["plan"]]
             if cand.get("branch"):

@@ -174,11 +174,6 @@ def test_a_transcript_cut_mid_line_is_read_up_to_the_cut_and_the_rest_later(tmp_
     assert json.loads(Path(home.cursors).read_text())[os.path.realpath(path)]["offset"] == len(full)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: extract.extract dates the progress record max(last prompt, last entry *of the batch*), and emits it "
-    "only for a batch with new activity; read in two parts (a line cut mid-write, an append between two runs) "
-    "its provenance `at`/updated/seen is the time of the last entry before the cut, read at once it is the last "
-    "entry of the file, so the record files differ from one clean run"))
 def test_reading_a_transcript_in_two_parts_gives_the_records_of_one_read(tmp_path):
     home = make_home(tmp_path / "home")
     path, full, cut_at, _nl = _cut_transcript(tmp_path)
@@ -193,6 +188,40 @@ def test_reading_a_transcript_in_two_parts_gives_the_records_of_one_read(tmp_pat
     norm.run(clean)
     assert record_files(home) == record_files(clean)
     assert index_tables(home) == index_tables(clean)
+
+
+JSONL_FIXTURES = [n for n in ("cc-1.0.98", "cc-1.0.108", "cc-2.0.64", "cc-2.0.76", "cc-2.1.4", "cc-2.1.39",
+                                "codex-0.77", "codex-0.125")]
+
+
+@pytest.mark.parametrize("name", JSONL_FIXTURES)
+def test_a_transcript_read_in_many_parts_gives_the_records_of_one_read(tmp_path, name):
+    """A transcript grows while sessions run: a normalizer run can stop anywhere (between turns, between a
+    tool call and its result, mid-line).  Four seeded cut points, two of them mid-line, read run by run,
+    must give the record files and index of one read of the whole file."""
+    import random
+    from cortex_testkit import TRANSCRIPTS
+    client = TRANSCRIPTS[name][2]
+    home = make_home(tmp_path / "home")
+    path = copy_fixture(name, tmp_path / "client")
+    full = path.read_bytes()
+    rng = random.Random("%s-20261122" % name)
+    ends = [i + 1 for i, b in enumerate(full) if b == 0x0A][:-1]
+    cuts = sorted(set(rng.sample(ends, min(2, len(ends))) + [rng.randrange(1, len(full)) for _ in range(2)]))
+    path.write_bytes(b"")
+    written = 0
+    for cut in cuts + [len(full)]:
+        with open(path, "ab") as f:  # the client appends
+            f.write(full[written:cut])
+        written = cut
+        drop_event(home, hook_payload(path, client=client), client=client)
+        norm.run(home)
+    clean = make_home(tmp_path / "clean")
+    drop_event(clean, hook_payload(path, client=client), client=client)
+    norm.run(clean)
+    assert record_files(home) == record_files(clean)
+    assert index_tables(home) == index_tables(clean)
+    assert not event_names(home, "failed")
 
 
 def _limit_as(mib):
