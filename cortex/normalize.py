@@ -121,20 +121,26 @@ class Run:
         self.touched_scopes = set()
 
     # -- events -------------------------------------------------------------------------
-    def sweep_leftovers(self):
-        """Temp files of a run that was killed mid-write (atomic writes never leave a half file in
-        place, but their temp files stay).  Only after a run that did not finish."""
+    def sweep_leftovers(self, stale_after: float = 3600.0):
+        """Temp files of a writer that was killed mid-write (atomic writes never leave a half file in
+        place, but their temp files stay).  All of them after a run that did not finish; otherwise
+        those older than an hour (`cortex remember`, `edit` and recall write records without the run
+        lock, but their temp files live for milliseconds)."""
         marker = self.home.path("state", "running")
         self.recover_tmp()
-        if os.path.exists(marker):
-            for folder in (self.home.records, self.home.path("state")):
-                for root, _, files in os.walk(folder):
-                    for name in files:
-                        if name.startswith(".") and name.endswith(".tmp") or name.endswith(".part"):
-                            try:
-                                os.unlink(os.path.join(root, name))
-                            except OSError:
-                                pass
+        cutoff = time.time() if os.path.exists(marker) else time.time() - stale_after
+        for folder in (self.home.records, self.home.path("state"), self.home.path("index")):
+            for root, _, files in os.walk(folder):
+                for name in files:
+                    if not (name.startswith(".") and name.endswith(".tmp") or name.endswith(".part")):
+                        continue
+                    p = os.path.join(root, name)
+                    try:
+                        if os.lstat(p).st_mtime <= cutoff:
+                            os.unlink(p)
+                            self.log.info("temp_leftover_removed", file=os.path.relpath(p, self.home.root))
+                    except OSError:
+                        pass
         atomic_write_text(marker, str(os.getpid()))
 
     def recover_tmp(self, older_than: float = 600.0):
