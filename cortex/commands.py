@@ -346,15 +346,27 @@ def _list_targets(res, project=None, domain=None):
     table(["ACTION", "ID", "TYPE", "STATUS", "SCOPE", "TEXT"], rows)
 
 
-def _destroy(args, targets, how, what):
-    """Shared by forget and reset: confirm when needed, act (or not, with --dry-run), print."""
+def _print_also(extra: dict, dry_run: bool):
+    inbox = extra.get("inbox")
+    if inbox and any(inbox.values()):
+        print(paint("%s %d inbox event(s), %d transcript link(s) and %d cursor(s) of the project%s" % (
+            "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"], inbox["cursors"],
+            "" if dry_run else "; what its sessions wrote so far will not be read again"), "dim"))
+
+
+def _destroy(args, targets, how, what, also=None):
+    """Shared by forget and reset: confirm when needed, act (or not, with --dry-run), print.
+    `also` does the rest of the work once the records are gone; it returns what to add to the output."""
     from .manage import forget, summary
     hard = bool(getattr(args, "hard", False) or what == "reset")
     if not targets:
+        extra = also() if also else {}
         if args.json:
-            out_json({"mode": "delete" if hard else "archive", "dry_run": args.dry_run, "count": 0, "records": []})
+            out_json(dict({"mode": "delete" if hard else "archive", "dry_run": args.dry_run, "count": 0,
+                           "records": []}, **extra))
         else:
             print("nothing to %s: no record matches" % ("delete" if hard else "forget"))
+            _print_also(extra, args.dry_run)
         return 0
     needs_ok = (len(targets) > 1 or (hard and how != "id")) and not args.yes and not args.dry_run
     if needs_ok:
@@ -376,10 +388,13 @@ def _destroy(args, targets, how, what):
                 "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
                                                                    "it" if len(targets) == 1 else "them all"))
     res = forget(_home(), targets, hard=hard, dry_run=args.dry_run)
+    extra = also() if also else {}
     if args.json:
-        out_json({"mode": "delete" if hard else "archive", "dry_run": args.dry_run, "count": len(res), "records": res})
+        out_json(dict({"mode": "delete" if hard else "archive", "dry_run": args.dry_run, "count": len(res),
+                       "records": res}, **extra))
         return 0
     _list_targets(res)
+    _print_also(extra, args.dry_run)
     if args.dry_run:
         print(paint("dry run: nothing changed", "dim"))
     elif not hard:
@@ -407,7 +422,10 @@ def cmd_reset(args):
     home = _home()
     project, _domain, _cfg = resolve_project(home, _cwd(args))
     targets = project_records(home, project["id"])
-    return _destroy(args, targets, "project", "reset")
+    from .manage import purge_project_inbox
+    # also what the inbox keeps of the project: raw hook payloads, transcript links, read state
+    return _destroy(args, targets, "project", "reset",
+                    also=lambda: {"inbox": purge_project_inbox(home, project["id"], dry_run=args.dry_run)})
 
 
 # -- why -----------------------------------------------------------------------------------------

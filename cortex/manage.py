@@ -5,6 +5,7 @@ Every function here works without the CLI (`cortex.commands` only parses argumen
     remember(home, text, ...)            write a record now, through RecordStore.upsert
     find_targets / forget(...)           archive (or delete for good) records by id, query or session
     project_records / reset ...          every L0 record of one project
+    purge_project_inbox(home, pid)       a reset's events, transcript links and cursors
     set_pinned(home, ref, True)          pin / unpin
     edit_record(home, ref, editor)       $EDITOR on a copy, validated before it replaces the record
     show(home, ref)                      the full record with its provenance
@@ -338,6 +339,123 @@ def project_records(home, project_id: str) -> list:
                        "text": ""}
             out.append((rec, path))
     return out
+
+
+def _event_project(ev: dict, cursors: dict, cache: dict):
+    """The project id an event's session belongs to: its cursor's project, else its payload's cwd."""
+    from . import scope
+    p = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+    tp = p.get("transcript_path")
+    if isinstance(tp, str) and tp and "\x00" not in tp:
+        cur = cursors.get(os.path.realpath(tp))
+        if isinstance(cur, dict) and cur.get("project"):
+            return cur["project"]
+    cwd = p.get("cwd")
+    if isinstance(cwd, str) and cwd and "\x00" not in cwd and os.path.isabs(cwd):
+        if cwd not in cache:
+            cache[cwd] = scope.project_for(cwd)["id"]
+        return cache[cwd]
+    return None
+
+
+def _read_to(path: str, offset: int) -> int:
+    """Where a reset leaves a transcript's cursor: past everything written so far (the end of its last
+    complete line for JSON lines; the number of messages for a Gemini chat), never before `offset`."""
+    try:
+        if path.lower().endswith(".json"):
+            from . import adapters
+            return max(offset, adapters.get("gemini").parse(path, 0).cursor)
+        with open(path, "rb") as f:
+            end = os.fstat(f.fileno()).st_size
+            while end > offset:
+                start = max(end - (1 << 20), offset)
+                f.seek(start)
+                chunk = f.read(end - start)
+                nl = chunk.rfind(b"\n")
+                if nl >= 0:
+                    return start + nl + 1
+                end = start
+    except (OSError, KeyError):
+        pass
+    return offset
+
+
+def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
+    """What a reset removes besides records and index rows: the project's events in the inbox (the raw
+    hook payloads: session ids, paths), its transcript links in inbox/blobs/, and its entries in
+    state/cursors.json.  Each cursor is replaced by a tombstone keyed by a hash of the transcript's path
+    (`cursor_tombstone_key`) that holds only the offset reached, so what was there before the reset is
+    never read again while later activity in the same session still is.  Returns counts."""
+    from .normalize import cursor_tombstone_key
+    counts = {"events": 0, "blobs": 0, "cursors": 0}
+    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    with ctx:
+        cursors = {}
+        try:
+            with open(home.cursors, encoding="utf-8") as f:
+                cursors = json.load(f)
+        except (OSError, ValueError):
+            pass
+        mine = {k for k, v in cursors.items() if isinstance(v, dict) and v.get("project") == project_id}
+        mine |= {k for k, v in cursors.items() if isinstance(v, dict) and v.get("companion_of") in mine}
+        transcripts, blob_names, cache = set(mine), set(), {}
+        for state in INBOX_STATES:
+            if state == "tmp":
+                continue
+            folder = home.inbox_dir(state)
+            for name in _event_names(home, state):
+                path = os.path.join(folder, name)
+                try:
+                    if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
+                        continue
+                    with open(path, encoding="utf-8") as f:
+                        ev = json.load(f)
+                except (OSError, ValueError):
+                    continue
+                if not isinstance(ev, dict) or _event_project(ev, cursors, cache) != project_id:
+                    continue
+                tp = ev["payload"].get("transcript_path")
+                if isinstance(tp, str) and os.path.isabs(tp) and "\x00" not in tp:
+                    transcripts.add(os.path.realpath(tp))
+                blob = (ev.get("transcript") or {}).get("blob")
+                if isinstance(blob, str) and blob and "/" not in blob and "\\" not in blob:
+                    blob_names.add(blob)
+                counts["events"] += 1
+                if not dry_run:
+                    for p in (path, path + ".reason.txt"):
+                        try:
+                            os.unlink(p)
+                        except FileNotFoundError:
+                            pass
+        inodes = set()
+        for t in transcripts:
+            try:
+                st = os.stat(t)
+                inodes.add((st.st_dev, st.st_ino))
+            except OSError:
+                pass
+        if os.path.isdir(home.blobs):
+            for name in sorted(os.listdir(home.blobs)):
+                p = os.path.join(home.blobs, name)
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                if name in blob_names or (st.st_dev, st.st_ino) in inodes:
+                    counts["blobs"] += 1
+                    if not dry_run:
+                        os.unlink(p)
+        for t in sorted(transcripts):
+            cur = cursors.pop(t, None) if not dry_run else cursors.get(t)
+            if cur is not None:
+                counts["cursors"] += 1
+            if not dry_run:
+                offset = int(cur.get("offset", 0)) if isinstance(cur, dict) else 0
+                cursors[cursor_tombstone_key(t)] = {"offset": _read_to(t, offset), "reset_at": now_iso()}
+        if not dry_run and transcripts:
+            from .fsutil import atomic_write_text
+            atomic_write_text(home.cursors, json.dumps(cursors, indent=1, sort_keys=True))
+    return counts
 
 
 def find_targets(home, target: str = None, session: str = None, cwd: str = None, scope: str = None,

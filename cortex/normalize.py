@@ -79,6 +79,23 @@ def load_json(path, default):
         return default
 
 
+def cursor_tombstone_key(path: str) -> str:
+    """The key of the cursor `cortex reset` leaves for a transcript: a hash, not the path itself."""
+    import hashlib
+    return "reset:" + hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Cursors(dict):
+    """state/cursors.json: transcript path -> how far it was read.  A transcript whose project was reset
+    has no entry of its own, only a tombstone under `cursor_tombstone_key`: reading resumes there."""
+
+    def get(self, key, default=None):
+        found = super().get(key)
+        if found is None and isinstance(key, str):
+            found = super().get(cursor_tombstone_key(key))
+        return default if found is None else found
+
+
 def nothing_to_do(home: Home) -> bool:
     """Cheap check before any heavy import: no pending or orphaned claimed events."""
     for state in ("pending", "claimed"):
@@ -115,7 +132,7 @@ class Run:
         self.store = RecordStore(home.records)
         self.cons = Consolidator(home, self.store, cfg)
         self.all_changed = set()
-        self.cursors = load_json(home.cursors, {})
+        self.cursors = Cursors(load_json(home.cursors, {}))
         self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
                       "unchanged": 0, "rejected": 0, "bytes": 0}
         self.touched_scopes = set()

@@ -176,16 +176,42 @@ def test_reset_project_removes_its_records_and_index_rows(tmp_path):
     assert other["records"] and other["index_rows"]  # the other project is untouched
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG (gap): `cortex reset --project` (manage.forget via commands.cmd_reset) deletes the record files and "
-    "index rows only: the project's transcript stays hard-linked in inbox/blobs/, its events stay in "
-    "inbox/done/ (payload: session id, cwd, transcript path), and its state/cursors.json entries keep the "
-    "transcript path and the extraction state (last prompt, edited files).  Fix: in reset, also unlink the blobs "
-    "and done/failed events whose payload cwd maps to the project and drop its cursor entries (keeping only a "
-    "bare offset so the transcript is not read again)"))
 def test_reset_project_leaves_no_trace_in_inbox_blobs_cursors_or_index_bytes(tmp_path):
     after, _other = _reset(tmp_path)
     assert after == {k: 0 for k in after}, after
+
+
+def test_reset_project_dry_run_removes_nothing_and_says_what_it_would(tmp_path):
+    home, env, info = _two_projects(tmp_path)
+    before = _traces(home, info["A"])
+    rc, out, err = _run(script("cortex", "reset", "--project", "--yes", "--dry-run", "--json", "--cwd",
+                               info["A"]["cwd"]), env)
+    assert rc == 0, err
+    res = json.loads(out)
+    assert res["dry_run"] and res["inbox"]["events"] == 1 and res["inbox"]["blobs"] == 1 and res["inbox"]["cursors"] == 1
+    assert _traces(home, info["A"]) == before
+
+
+def test_after_a_reset_the_session_s_later_work_is_kept_and_its_earlier_work_never_comes_back(tmp_path):
+    """The tombstone cursor: what the session wrote before the reset is not read again, what it writes after
+    the reset is."""
+    home, env, info = _two_projects(tmp_path)
+    a = info["A"]
+    rc, out, err = _run(script("cortex", "reset", "--project", "--yes", "--cwd", a["cwd"]), env)
+    assert rc == 0, err
+    assert "also removed 1 inbox event(s), 1 transcript link(s) and 1 cursor(s)" in out.decode()
+    later = "wombat-marker-gamma"
+    append_turns(a["path"], [("user", "One more thing about the %s setting" % later),
+                             ("assistant", "[MEMORY: decision] Chose the %s queue because it is durable." % later)])
+    payload = {"session_id": a["session"], "transcript_path": str(a["path"]), "cwd": a["cwd"],
+               "hook_event_name": "Stop"}
+    assert _run(script("cortex-stop", "--client", "claude-code"), env, json.dumps(payload).encode())[0] == 0
+    rc, _o, err = _run(script("cortex-normalize"), env)
+    assert rc == 0, err
+    texts = b"".join(record_files(home).values())
+    assert later.encode() in texts
+    assert MARK_A.encode() not in texts
+    assert MARK_B.encode() in texts  # the other project was never touched
 
 
 def _forget_one(tmp_path):
