@@ -349,9 +349,13 @@ def _list_targets(res, project=None, domain=None):
 def _print_also(extra: dict, dry_run: bool):
     inbox = extra.get("inbox")
     if inbox and any(inbox.values()):
-        print(paint("%s %d inbox event(s), %d transcript link(s) and %d cursor(s) of the project%s" % (
-            "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"], inbox["cursors"],
-            "" if dry_run else "; what its sessions wrote so far will not be read again"), "dim"))
+        if "cursors" in inbox:
+            print(paint("%s %d inbox event(s), %d transcript link(s) and %d cursor(s) of the project%s" % (
+                "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"], inbox["cursors"],
+                "" if dry_run else "; what its sessions wrote so far will not be read again"), "dim"))
+        else:
+            print(paint("%s %d processed inbox event(s) and %d transcript link(s) of the records' sessions" % (
+                "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"]), "dim"))
 
 
 def _destroy(args, targets, how, what, also=None):
@@ -411,7 +415,14 @@ def cmd_forget(args):
         raise CortexError("give either --session SID or an id/query, not both")
     targets, how = find_targets(home, " ".join(args.target), session=args.session, cwd=_cwd(args), scope=args.scope,
                                 hard=args.hard)
-    return _destroy(args, targets, how, "forget")
+    also = None
+    if args.hard:
+        from .manage import purge_session_inbox
+        sessions = {p.get("session") for rec, _path in targets for p in rec.get("provenance") or []
+                    if isinstance(p, dict)}
+        # the processed hook payloads of those sessions can hold the same text
+        also = lambda: {"inbox": purge_session_inbox(home, sessions, dry_run=args.dry_run)}  # noqa: E731
+    return _destroy(args, targets, how, "forget", also=also)
 
 
 @command

@@ -5,7 +5,7 @@ Every function here works without the CLI (`cortex.commands` only parses argumen
     remember(home, text, ...)            write a record now, through RecordStore.upsert
     find_targets / forget(...)           archive (or delete for good) records by id, query or session
     project_records / reset ...          every L0 record of one project
-    purge_project_inbox(home, pid)       a reset's events, transcript links and cursors
+    purge_project_inbox / purge_session_inbox   what reset / forget --hard remove from the inbox
     set_pinned(home, ref, True)          pin / unpin
     edit_record(home, ref, editor)       $EDITOR on a copy, validated before it replaces the record
     show(home, ref)                      the full record with its provenance
@@ -380,75 +380,103 @@ def _read_to(path: str, offset: int) -> int:
     return offset
 
 
+def _read_cursors(home) -> dict:
+    try:
+        with open(home.cursors, encoding="utf-8") as f:
+            cursors = json.load(f)
+        return cursors if isinstance(cursors, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _inbox_events(home, states):
+    """(state, name, path, event) of every readable event file in those inbox folders."""
+    for state in states:
+        folder = home.inbox_dir(state)
+        for name in _event_names(home, state):
+            path = os.path.join(folder, name)
+            try:
+                if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
+                    continue
+                with open(path, encoding="utf-8") as f:
+                    ev = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(ev, dict) and isinstance(ev.get("payload"), dict):
+                yield state, name, path, ev
+
+
+def _event_transcript(ev: dict):
+    tp = ev["payload"].get("transcript_path")
+    return os.path.realpath(tp) if isinstance(tp, str) and os.path.isabs(tp) and "\x00" not in tp else None
+
+
+def _event_blob(ev: dict):
+    blob = (ev.get("transcript") or {}).get("blob")
+    return blob if isinstance(blob, str) and blob and "/" not in blob and "\\" not in blob else None
+
+
+def _purge_inbox(home, doomed, transcripts: set, dry_run: bool) -> dict:
+    """Delete the event files `doomed(state, event)` picks (and their reasons), then the transcript links
+    in inbox/blobs/ of those events and of `transcripts` that no remaining event names."""
+    counts = {"events": 0, "blobs": 0}
+    blob_names, kept_blobs = set(), set()
+    for state, _name, path, ev in list(_inbox_events(home, ("pending", "claimed", "done", "failed"))):
+        if not doomed(state, ev):
+            if _event_blob(ev):
+                kept_blobs.add(_event_blob(ev))
+            continue
+        if _event_transcript(ev):
+            transcripts.add(_event_transcript(ev))
+        if _event_blob(ev):
+            blob_names.add(_event_blob(ev))
+        counts["events"] += 1
+        if not dry_run:
+            for p in (path, path + ".reason.txt"):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+    inodes = set()
+    for t in transcripts:
+        try:
+            st = os.stat(t)
+            inodes.add((st.st_dev, st.st_ino))
+        except OSError:
+            pass
+    if os.path.isdir(home.blobs):
+        for name in sorted(os.listdir(home.blobs)):
+            p = os.path.join(home.blobs, name)
+            try:
+                st = os.lstat(p)
+            except OSError:
+                continue
+            if name not in kept_blobs and (name in blob_names or (st.st_dev, st.st_ino) in inodes):
+                counts["blobs"] += 1
+                if not dry_run:
+                    os.unlink(p)
+    return counts
+
+
 def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
     """What a reset removes besides records and index rows: the project's events in the inbox (the raw
-    hook payloads: session ids, paths), its transcript links in inbox/blobs/, and its entries in
-    state/cursors.json.  Each cursor is replaced by a tombstone keyed by a hash of the transcript's path
-    (`cursor_tombstone_key`) that holds only the offset reached, so what was there before the reset is
-    never read again while later activity in the same session still is.  Returns counts."""
+    hook payloads: session ids, paths, last messages), its transcript links in inbox/blobs/, and its
+    entries in state/cursors.json.  Each cursor is replaced by a tombstone keyed by a hash of the
+    transcript's path (`cursor_tombstone_key`) that holds only the offset reached, so what was there
+    before the reset is never read again while later activity in the same session still is."""
     from .normalize import cursor_tombstone_key
-    counts = {"events": 0, "blobs": 0, "cursors": 0}
     ctx = contextlib.nullcontext() if dry_run else locked(home)
     with ctx:
-        cursors = {}
-        try:
-            with open(home.cursors, encoding="utf-8") as f:
-                cursors = json.load(f)
-        except (OSError, ValueError):
-            pass
+        cursors, cache = _read_cursors(home), {}
         mine = {k for k, v in cursors.items() if isinstance(v, dict) and v.get("project") == project_id}
         mine |= {k for k, v in cursors.items() if isinstance(v, dict) and v.get("companion_of") in mine}
-        transcripts, blob_names, cache = set(mine), set(), {}
-        for state in INBOX_STATES:
-            if state == "tmp":
-                continue
-            folder = home.inbox_dir(state)
-            for name in _event_names(home, state):
-                path = os.path.join(folder, name)
-                try:
-                    if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
-                        continue
-                    with open(path, encoding="utf-8") as f:
-                        ev = json.load(f)
-                except (OSError, ValueError):
-                    continue
-                if not isinstance(ev, dict) or _event_project(ev, cursors, cache) != project_id:
-                    continue
-                tp = ev["payload"].get("transcript_path")
-                if isinstance(tp, str) and os.path.isabs(tp) and "\x00" not in tp:
-                    transcripts.add(os.path.realpath(tp))
-                blob = (ev.get("transcript") or {}).get("blob")
-                if isinstance(blob, str) and blob and "/" not in blob and "\\" not in blob:
-                    blob_names.add(blob)
-                counts["events"] += 1
-                if not dry_run:
-                    for p in (path, path + ".reason.txt"):
-                        try:
-                            os.unlink(p)
-                        except FileNotFoundError:
-                            pass
-        inodes = set()
-        for t in transcripts:
-            try:
-                st = os.stat(t)
-                inodes.add((st.st_dev, st.st_ino))
-            except OSError:
-                pass
-        if os.path.isdir(home.blobs):
-            for name in sorted(os.listdir(home.blobs)):
-                p = os.path.join(home.blobs, name)
-                try:
-                    st = os.lstat(p)
-                except OSError:
-                    continue
-                if name in blob_names or (st.st_dev, st.st_ino) in inodes:
-                    counts["blobs"] += 1
-                    if not dry_run:
-                        os.unlink(p)
+        transcripts = set(mine)
+        counts = _purge_inbox(home, lambda _state, ev: _event_project(ev, cursors, cache) == project_id,
+                              transcripts, dry_run)
+        counts["cursors"] = 0
         for t in sorted(transcripts):
-            cur = cursors.pop(t, None) if not dry_run else cursors.get(t)
-            if cur is not None:
-                counts["cursors"] += 1
+            cur = cursors.get(t) if dry_run else cursors.pop(t, None)
+            counts["cursors"] += cur is not None
             if not dry_run:
                 offset = int(cur.get("offset", 0)) if isinstance(cur, dict) else 0
                 cursors[cursor_tombstone_key(t)] = {"offset": _read_to(t, offset), "reset_at": now_iso()}
@@ -456,6 +484,19 @@ def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
             from .fsutil import atomic_write_text
             atomic_write_text(home.cursors, json.dumps(cursors, indent=1, sort_keys=True))
     return counts
+
+
+def purge_session_inbox(home, sessions: set, dry_run: bool = False) -> dict:
+    """What `forget --hard` removes besides the records: the processed (done/) events of the sessions the
+    records came from, whose payloads can hold the same text (a Stop hook's last assistant message), and
+    their transcript links once no other event needs them.  Events still waiting to be read stay."""
+    sessions = {s for s in sessions if s}
+    if not sessions:
+        return {"events": 0, "blobs": 0}
+    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    with ctx:
+        return _purge_inbox(home, lambda state, ev: state == "done" and ev["payload"].get("session_id") in sessions,
+                            set(), dry_run)
 
 
 def find_targets(home, target: str = None, session: str = None, cwd: str = None, scope: str = None,

@@ -228,6 +228,8 @@ def _forget_one(tmp_path):
     t = {"records": sum(text.encode() in b for b in files.values()), "index_rows": db_text(home.index_db).count(text),
          "index_id_rows": db_text(home.index_db).count(rid), "index_bytes": db_raw_bytes(home.index_db).count(
              text.encode())}
+    inbox_traces = _traces(home, info["B"])
+    t.update(inbox_events=inbox_traces["inbox_events"], blobs=inbox_traces["blobs"])
     report("privacy: cortex forget --hard", record=rid, traces=t)
     return t
 
@@ -235,6 +237,12 @@ def _forget_one(tmp_path):
 def test_forget_hard_removes_the_record_file_and_its_index_rows(tmp_path):
     t = _forget_one(tmp_path)
     assert t["records"] == 0 and t["index_rows"] == 0 and t["index_id_rows"] == 0
+
+
+def test_forget_hard_removes_the_processed_events_and_transcript_link_of_the_record_s_session(tmp_path):
+    """A Stop payload can carry the last assistant message, and the blob is the transcript itself."""
+    t = _forget_one(tmp_path)
+    assert t["inbox_events"] == 0 and t["blobs"] == 0
 
 
 def test_forget_hard_leaves_no_bytes_of_the_text_in_the_index_file(tmp_path):
