@@ -110,6 +110,136 @@ def _could_reach_top(light, k: int, max_bm25: float) -> set:
     return keep
 
 
+# Slack for rounding in the stopping tests below: they stop only when a hit is behind by the whole
+# margin plus this, so a rounding error of a few ulps can never stop them too early.
+_SLACK = 1e-9
+
+
+def _descending(scores: dict):
+    """(bm25, id) of every hit, best first (ties in any order), sorted in bands from the top down so
+    that a caller that stops early never sorts the long tail of weak hits."""
+    if not scores:
+        return
+    items = scores.items()
+    hi = float("inf")
+    cut = max(scores.values()) * 0.5
+    for _ in range(4):
+        yield from sorted(((b, rid) for rid, b in items if cut <= b < hi), reverse=True)
+        hi, cut = cut, cut * 0.5
+    yield from sorted(((b, rid) for rid, b in items if b < hi), reverse=True)
+
+
+def _batches(it, first: int = 256, most: int = 4096):
+    batch, size = [], first
+    for x in it:
+        batch.append(x)
+        if len(batch) >= size:
+            yield batch
+            batch, size = [], min(size * 2, most)
+    if batch:
+        yield batch
+
+
+def _filtered_top(con, scores: dict, k: int, keep_row, tiers_possible) -> list:
+    """[(tier, bm25, id)] of the hits that pass the filters, enough of them for the first k: the hits
+    are read best first (light rows in batches) and the reading stops once every hit not yet read is
+    certain to rank behind k hits already read.  Exact: the max bm25 of the hits that pass is the
+    first one read, and a hit that is not read has a bm25 no higher than the one that stopped the
+    reading, so in every tier it could be in, k read hits rank strictly ahead of it (a lower tier, or
+    the same tier with a relevance more than the ranking parts' margin above its own).  `keep_row`
+    maps a light row to its tier, or None when the filters drop it."""
+    margin = sum(WEIGHTS.values()) + _SLACK
+    light, max_bm25 = [], None
+    per_tier = {0: [], 1: [], 2: []}  # bm25 of the hits read, by tier, in the order read (descending)
+    for batch in _batches(_descending(scores)):
+        if max_bm25 is not None and _nothing_below_can_show(per_tier, batch[0][0], max_bm25, k, margin,
+                                                            tiers_possible):
+            return light
+        got = {row[0]: row for row in _light_rows(con, sorted(rid for _, rid in batch))}
+        for b, rid in batch:
+            row = got.get(rid)
+            if row is None:
+                continue
+            tier = keep_row(row)
+            if tier is None:
+                continue
+            if max_bm25 is None:
+                max_bm25 = b
+            per_tier[tier].append(b)
+            light.append((tier, b, rid))
+    return light
+
+
+def _nothing_below_can_show(per_tier, below: float, max_bm25: float, k: int, margin: float, tiers_possible):
+    """True when a hit of bm25 <= `below` cannot be among the first k, whatever its tier (of those
+    the filters allow) and ranking parts."""
+    if max_bm25 <= 0:
+        return False
+    bound = below / max_bm25 + margin
+    ahead = 0  # hits read in lower tiers: they rank ahead of any hit of this tier
+    for tier in (0, 1, 2):
+        if tier in tiers_possible:
+            strictly = 0
+            for b in per_tier[tier]:  # descending: count those with a relevance above the bound
+                if b / max_bm25 > bound:
+                    strictly += 1
+                else:
+                    break
+            if ahead + strictly < k:
+                return False
+        ahead += len(per_tier[tier])
+    return True
+
+
+PART_COLUMNS = ("id", "type", "confidence", "pinned", "priority", "times")
+
+
+def _part_rows(con, ids):
+    out = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for row in con.execute("SELECT %s FROM records WHERE id IN (%s)" % (", ".join(PART_COLUMNS),
+                                                                           ",".join("?" * len(chunk))), chunk):
+            rec = dict(zip(PART_COLUMNS, row))
+            rec["times"] = json.loads(rec["times"] or "[]")
+            rec["pinned"] = bool(rec["pinned"])
+            out[rec["id"]] = rec
+    return out
+
+
+def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
+    """The first k of `cands` [(tier, bm25, id)] by (tier, -score, id), with their ranking parts and
+    scores: [(tier, score dict, parts, id)].  Candidates are scored in order of (tier, -bm25), reading
+    the ranking columns in batches, and the scoring stops when the next candidate ranks strictly
+    behind the k-th scored one even with the largest ranking parts (its score is at most its relevance
+    plus the margin); so it returns what scoring all of them and sorting would."""
+    margin = sum(WEIGHTS.values()) + _SLACK
+    order = sorted(cands, key=lambda c: (c[0], -c[1], c[2]))
+    scored = []
+    worst = None  # (tier, -score, id) of the k-th best scored so far
+    i = 0
+    size = 32
+    while i < len(order):
+        if worst is not None:
+            tier, b, _ = order[i]
+            if tier > worst[0] or (tier == worst[0] and b / max_bm25 + margin < -worst[1]):
+                break
+        chunk = order[i:i + size]
+        i += len(chunk)
+        size = min(size * 2, 1024)
+        rows = _part_rows(con, sorted(rid for _, _, rid in chunk))
+        for tier, b, rid in chunk:
+            p = parts_of(rows[rid])
+            s = score(b, max_bm25, p)
+            scored.append(((tier, -s["score"], rid), s, p))
+        if len(scored) >= k:
+            scored.sort(key=lambda x: x[0])
+            del scored[k:]
+            worst = scored[-1][0]
+    scored.sort(key=lambda x: x[0])
+    return scored[:k]
+
+
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None) -> dict:
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
@@ -141,33 +271,37 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     con = connect(home.index_db, readonly=True)
     try:
         scores = bm25_scores(con, terms)
-        light = []
-        for rid, sc, sid, rtype, status in _light_rows(con, sorted(scores)):
-            if scope_ids is not None and sid not in scope_ids:
-                continue
+        allowed = None if scope_ids is None else set(scope_ids)
+
+        def keep_row(row):
+            _, sc, sid, rtype, status = row
+            if allowed is not None and sid not in allowed:
+                return None
             if types and rtype not in types:
-                continue
+                return None
             if status != "active" and not include_archived:
-                continue
-            tier = 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
-            light.append((tier, scores[rid], rid))
+                return None
+            return 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
+
+        tiers = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
+            {1} if allowed is None or domain in allowed else set())
+        light = _filtered_top(con, scores, k, keep_row, tiers)
         if not light:
             return out
         max_bm25 = max(b for _, b, _ in light)
-        rows = _rows(con, sorted(_could_reach_top(light, k, max_bm25)))
+        keep = _could_reach_top(light, k, max_bm25)
         days = _active_days(con, [project["id"], domain])
+        best = _best_k(con, [c for c in light if c[2] in keep], k, max_bm25,
+                       lambda rec: rank.parts(rec, now, cfg, days))
+        rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
     finally:
         con.close()
-    hits = list(rows.values())
+    hits = []
     words = re.findall(r"\w+", query)
-    for rec in hits:
-        p = rank.parts(rec, now, cfg, days)
-        s = score(scores[rec["id"]], max_bm25, p)
-        rec.update(bm25=scores[rec["id"]], parts=p, **s)
-        rec["tier"] = (0 if rec["scope"] == "L0" and rec["scope_id"] == project["id"]
-                       else 1 if rec["scope"] == "L1" and rec["scope_id"] == domain else 2)
-    hits.sort(key=lambda r: (r["tier"], -r["score"], r["id"]))
-    hits = hits[:k]
+    for (tier, _, rid), s, p in best:
+        rec = rows[rid]
+        rec.update(bm25=scores[rid], parts=p, tier=tier, **s)
+        hits.append(rec)
     for rec in hits:
         last = max(rec["times"]) if rec["times"] else 0.0
         p = rec["parts"]

@@ -1,34 +1,149 @@
-"""recall reads full rows only for hits that could still reach the top k: same hits, same order."""
+"""recall's pruned search returns exactly what scoring every hit returns: same hits, same order, same
+scores.  The reference here scores every hit of the query (BM25 of the index, filters, every ranking
+part) and sorts them all, as recall did before it learnt to stop early."""
+import json
 import os
+import sqlite3
 
 import pytest
 
+from cortex import rank
 from cortex import recall as R
 from cortex.bench import build_home
 from cortex.home import Home
+from cortex.index import bm25_scores, connect
+from cortex.textproc import query_terms
+
+NOW = 2e9
+QUERIES = ["why did we drop the Redis cache for session tokens", "parser cursor", "SQLite",
+           "lock the queue worker", "config schema migration fixture", "cache cache cache token",
+           "session session", "zzzunknownword cache", "tokens tokens redis"]
+
+
+def bench_home(base, n) -> Home:
+    (base / "proj").mkdir()
+    old = os.environ.get("CORTEX_HOME")
+    info = build_home(str(base / "home"), n, str(base / "proj"))
+    if old is None:
+        os.environ.pop("CORTEX_HOME", None)
+    else:
+        os.environ["CORTEX_HOME"] = old
+    return Home(info["home"])
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
     base = tmp_path_factory.mktemp("recall-fast")
-    (base / "proj").mkdir()
-    old = os.environ.get("CORTEX_HOME")
-    info = build_home(str(base / "home"), 2000, str(base / "proj"))
-    if old is None:
-        os.environ.pop("CORTEX_HOME", None)
-    else:
-        os.environ["CORTEX_HOME"] = old
-    return Home(info["home"]), str(base / "proj")
+    h = bench_home(base, 2000)
+    # some variety for the filters: archived and superseded records, a few pinned, and records of a
+    # third scope (seen only with --scope all)
+    con = sqlite3.connect(h.index_db)
+    ids = [r[0] for r in con.execute("SELECT id FROM records ORDER BY id")]
+    con.executemany("UPDATE records SET status='archived' WHERE id=?", [(i,) for i in ids[::7]])
+    con.executemany("UPDATE records SET status='superseded' WHERE id=?", [(i,) for i in ids[3::11]])
+    con.executemany("UPDATE records SET pinned=1 WHERE id=?", [(i,) for i in ids[5::13]])
+    con.executemany("UPDATE records SET scope='L0', scope_id='other-0000' WHERE id=?", [(i,) for i in ids[2::17]])
+    con.commit()
+    con.close()
+    return h, str(base / "proj")
 
 
-@pytest.mark.parametrize("query", ["why did we drop the Redis cache for session tokens", "parser cursor", "SQLite",
-                                   "lock the queue worker", "config schema migration fixture"])
+def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=False):
+    """[(id, score)] of recall by scoring every hit, no pruning."""
+    from cortex import manage
+    project, domain, cfg = manage.resolve_project(h, cwd, None)
+    scope_ids = manage.where(project["id"], domain, scope)
+    con = connect(h.index_db, readonly=True)
+    try:
+        scores = bm25_scores(con, query_terms(query))
+        recs = []
+        for rid in scores:
+            row = con.execute("SELECT %s FROM records WHERE id=?" % ", ".join(R.COLUMNS), (rid,)).fetchone()
+            rec = dict(zip(R.COLUMNS, row))
+            if scope_ids is not None and rec["scope_id"] not in scope_ids:
+                continue
+            if types and rec["type"] not in types:
+                continue
+            if rec["status"] != "active" and not include_archived:
+                continue
+            rec["times"] = json.loads(rec["times"] or "[]")
+            rec["pinned"] = bool(rec["pinned"])
+            recs.append(rec)
+        days = R._active_days(con, [project["id"], domain])
+    finally:
+        con.close()
+    if not recs:
+        return []
+    top = max(scores[r["id"]] for r in recs)
+    out = []
+    for rec in recs:
+        tier = (0 if rec["scope"] == "L0" and rec["scope_id"] == project["id"]
+                else 1 if rec["scope"] == "L1" and rec["scope_id"] == domain else 2)
+        s = R.score(scores[rec["id"]], top, rank.parts(rec, NOW, cfg, days))
+        out.append((tier, -s["score"], rec["id"]))
+    out.sort()
+    return [(rid, round(-neg, 4)) for _, neg, rid in out[:k]]
+
+
+def got(h, query, cwd, **kw):
+    res = R.recall(h, query, cwd=cwd, record_use=False, now=NOW, **kw)
+    return [(x["id"], x["score"]) for x in res["hits"]]
+
+
+@pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("k", [1, 5, 40])
-def test_pruned_recall_equals_full_scoring(home, monkeypatch, query, k):
+def test_pruned_recall_equals_full_scoring(home, query, k):
     h, cwd = home
-    fast = R.recall(h, query, k=k, cwd=cwd, record_use=False, now=2e9)
-    monkeypatch.setattr(R, "_could_reach_top", lambda light, k, m: {rid for _, _, rid in light})
-    full = R.recall(h, query, k=k, cwd=cwd, record_use=False, now=2e9)
-    assert [x["id"] for x in fast["hits"]] == [x["id"] for x in full["hits"]]
-    assert [x["score"] for x in fast["hits"]] == [x["score"] for x in full["hits"]]
-    assert len(fast["hits"]) == min(k, len(full["hits"])) and fast["hits"]
+    fast = got(h, query, cwd, k=k)
+    assert fast == reference(h, query, cwd, k=k)
+    if "zzz" not in query or "cache" in query:
+        assert len(fast) == k
+
+
+@pytest.mark.parametrize("kw", [dict(scope="project"), dict(scope="domain"), dict(scope="all"),
+                                dict(types=["decision"]), dict(types=["gotcha", "fix"]),
+                                dict(include_archived=True), dict(scope="all", include_archived=True, k=25),
+                                dict(scope="domain", types=["preference"]), dict(k=100000)])
+@pytest.mark.parametrize("query", ["why did we drop the Redis cache for session tokens", "lock the queue worker",
+                                   "session"])
+def test_pruned_recall_equals_full_scoring_with_filters(home, query, kw):
+    h, cwd = home
+    kw = dict(kw)
+    k = kw.pop("k", 10)
+    assert got(h, query, cwd, k=k, **kw) == reference(h, query, cwd, k=k, **kw)
+
+
+def test_k_larger_than_the_hits_returns_every_hit(home):
+    h, cwd = home
+    every = reference(h, "SQLite", cwd, k=100000)
+    assert 0 < len(every) < 100000
+    assert got(h, "SQLite", cwd, k=100000) == every
+
+
+def test_a_query_of_unknown_words_finds_nothing(home):
+    h, cwd = home
+    assert got(h, "zzzunknownword qqqnothing", cwd) == []
+
+
+def test_ties_are_broken_by_id_as_in_full_scoring(tmp_path):
+    """Records with the same text score the same BM25; rank parts equal too when their times are equal,
+    so only the id orders them, and pruning must keep the ones with the smallest ids."""
+    base = tmp_path
+    h = bench_home(base, 300)
+    con = sqlite3.connect(h.index_db)
+    # make many records identical for ranking: same times, type, confidence
+    con.execute("UPDATE records SET times='[1900000000.0]', type='decision', confidence=0.9, pinned=0, priority=0")
+    con.commit()
+    con.close()
+    for k in (1, 3, 10, 50):
+        for q in ("cache", "session token"):
+            assert got(h, q, str(base / "proj"), k=k) == reference(h, q, str(base / "proj"), k=k)
+
+
+def test_descending_yields_every_hit_best_first():
+    scores = {"r%03d" % i: float((i * 37) % 101) / 7.0 for i in range(300)}
+    scores["r999"] = 0.0
+    out = list(R._descending(scores))
+    assert sorted(out, reverse=True) == out
+    assert sorted(rid for _, rid in out) == sorted(scores)
+    assert list(R._descending({})) == []
