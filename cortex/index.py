@@ -2,7 +2,8 @@
 
 One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   records      one row per record: the fields ranking needs, its activation times, its file path
-  postings     term -> (record, term frequency), for BM25
+  postings     term -> (record, term frequency, record length), for BM25; the primary key
+               (term, dl, tf, id) keeps each term's postings grouped by what its BM25 term score depends on
   terms        term -> document frequency
   sessions     session id -> records it produced (for SessionStart after compaction)
   candidates   per scope, the records pre-ranked by the normalizer for session start
@@ -32,9 +33,10 @@ CREATE TABLE IF NOT EXISTS records(
 DROP INDEX IF EXISTS records_scope;
 DROP INDEX IF EXISTS records_scope_type;
 CREATE INDEX IF NOT EXISTS records_light ON records(scope_id, status, type, updated, scope, id);
-CREATE INDEX IF NOT EXISTS records_doclen ON records(id, doclen);
-CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, PRIMARY KEY(term, id))
-  WITHOUT ROWID;
+DROP INDEX IF EXISTS records_doclen;
+CREATE INDEX IF NOT EXISTS records_hit ON records(id, doclen, scope, scope_id, type, status);
+CREATE TABLE IF NOT EXISTS postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, dl INTEGER NOT NULL,
+  PRIMARY KEY(term, dl, tf, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS postings_id ON postings(id);
 CREATE TABLE IF NOT EXISTS terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS terms_df ON terms(df);
@@ -66,7 +68,7 @@ def iso_to_epoch(ts: str) -> float:
     return d.timestamp()
 
 
-def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
+def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.Connection:
     if readonly:
         con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=2.0)
     else:
@@ -81,10 +83,41 @@ def connect(path: str, readonly: bool = False) -> sqlite3.Connection:
         cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
         if "file_state" not in cols:  # an index from before reality checks: add the column in place
             con.execute("ALTER TABLE records ADD COLUMN file_state TEXT")
+        if migrate and not has_postings_dl(con):
+            _migrate_postings(con)
         if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
     return con
+
+
+def has_postings_dl(con) -> bool:
+    """Whether the postings carry their record's length (dl), grouped by (term, dl, tf): an index built
+    before that has postings(term, id, tf) keyed by (term, id)."""
+    return "dl" in {r[1] for r in con.execute("PRAGMA table_info(postings)")}
+
+
+POSTINGS_DDL = ("CREATE TABLE postings(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, dl INTEGER NOT NULL, "
+                "PRIMARY KEY(term, dl, tf, id)) WITHOUT ROWID")
+
+
+def _migrate_postings(con):
+    """Rebuild an older index's postings in the current form, in one transaction (each record's length
+    comes from its row).  Readers of the old form keep working until it commits (WAL)."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if not has_postings_dl(con):  # another writer may have done it while this one waited
+            con.execute("DROP TABLE IF EXISTS postings_migrating")
+            con.execute(POSTINGS_DDL.replace("TABLE postings", "TABLE postings_migrating"))
+            con.execute("INSERT INTO postings_migrating(term, id, tf, dl) SELECT p.term, p.id, p.tf, "
+                        "COALESCE(r.doclen, 0) FROM postings p JOIN records r ON r.id=p.id ORDER BY 1, 4, 3, 2")
+            con.execute("DROP TABLE postings")
+            con.execute("ALTER TABLE postings_migrating RENAME TO postings")
+            con.execute("CREATE INDEX IF NOT EXISTS postings_id ON postings(id)")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def index_text(rec: dict) -> str:
@@ -116,9 +149,9 @@ def record_row(rec: dict, path: str, doclen: int, sessions: list) -> tuple:
 
 
 class Index:
-    def __init__(self, path: str):
+    def __init__(self, path: str, migrate: bool = True):
         self.path = path
-        self.con = connect(path)
+        self.con = connect(path, migrate=migrate)
 
     def close(self):
         self.con.close()
@@ -139,7 +172,8 @@ class Index:
         sessions = record_sessions(rec)
         self.con.execute(INSERT_RECORD, record_row(rec, path, len(toks), sessions))
         if tf:
-            self.con.executemany("INSERT INTO postings VALUES(?,?,?)", [(t, rec["id"], n) for t, n in tf.items()])
+            dl = len(toks)
+            self.con.executemany("INSERT INTO postings VALUES(?,?,?,?)", [(t, rec["id"], n, dl) for t, n in tf.items()])
             self.con.executemany("INSERT INTO terms VALUES(?,1) ON CONFLICT(term) DO UPDATE SET df=df+1",
                                  [(t,) for t in tf])
         if sessions:
@@ -187,16 +221,20 @@ def read_meta(con) -> dict:
 
 _TERM_SCORES = ("SELECT p.id, ? * (p.tf * ? / (p.tf + ? * (? + ? * r.doclen / ?))) "
                 "FROM postings p JOIN records r %s ON r.id=p.id WHERE p.term=?")
-_DOCLEN_INDEX = "INDEXED BY records_doclen"  # covering: one index seek per posting, not index + table
+_DOCLEN_INDEX = "INDEXED BY records_hit"  # covering: one index seek per posting, not index + table
+_GROUPS = "SELECT dl, tf, COUNT(*), group_concat(id, ' ') FROM postings WHERE term=? GROUP BY dl, tf"
 
 
 def bm25_scores(con, terms: list, ids_filter=None) -> dict:
     """BM25Okapi scores of every record that contains a query term.  Repeated query terms count again,
     as in rank_bm25.  Records without any query term score 0 and are not returned.
 
-    Each posting's term score is computed by SQLite with the same operations in the same order as
-    rank_bm25 (IEEE doubles both sides, so the values are the same to the bit) and summed here in query
-    term order; the doclen comes from the covering index records_doclen, one seek per posting."""
+    A term's score in a record depends only on the record's term frequency (tf) and length (dl), and
+    the postings are stored grouped by (term, dl, tf): each group's score is computed once, with the same
+    operations in the same order as rank_bm25 (IEEE doubles, so the values are the same to the bit), and
+    its record ids come in one string per group, so no Python object is made per posting but the id.
+    The scores are summed in query term order.  An index from before the grouped postings is scored
+    through a join with the records' lengths (the same values, slower)."""
     meta = read_meta(con)
     n = int(meta.get("N", 0))
     if not n or not terms:
@@ -204,10 +242,10 @@ def bm25_scores(con, terms: list, ids_filter=None) -> dict:
     avgdl = float(meta.get("total_len", 0)) / n or 1.0
     vocab = int(meta.get("vocab", 0)) or 1
     eps = EPSILON * float(meta.get("idf_sum", 0.0)) / vocab
-    qcount = Counter(terms)
+    grouped = has_postings_dl(con)
     scores = {}
     get = scores.get
-    for term, qn in qcount.items():
+    for term, qn in Counter(terms).items():
         row = con.execute("SELECT df FROM terms WHERE term=?", (term,)).fetchone()
         if not row:
             continue
@@ -215,18 +253,34 @@ def bm25_scores(con, terms: list, ids_filter=None) -> dict:
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         if idf < 0:
             idf = eps
-        # idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))), evaluated left to right as in Python
-        args = (idf, K1 + 1, K1, 1 - B, B, avgdl, term)
-        try:
-            cur = con.execute(_TERM_SCORES % _DOCLEN_INDEX, args)
-        except sqlite3.OperationalError:  # an index built before records_doclen existed
-            cur = con.execute(_TERM_SCORES % "", args)
-        if ids_filter is None and qn == 1:
-            for rid, s in cur:
+        if not grouped:
+            _add_joined(con, scores, term, qn, idf, avgdl, ids_filter)
+            continue
+        for dl, tf, count, ids in con.execute(_GROUPS, (term,)):
+            # idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl))), left to right as rank_bm25
+            s = idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / avgdl)))
+            if qn != 1:
+                s = qn * s
+            ids = ids.split(" ")
+            if len(ids) != count:  # an id with a space (not a record id): read this group row by row
+                ids = [r[0] for r in con.execute("SELECT id FROM postings WHERE term=? AND dl=? AND tf=?",
+                                                 (term, dl, tf))]
+            if ids_filter is not None:
+                ids = [rid for rid in ids if rid in ids_filter]
+            for rid in ids:
                 scores[rid] = get(rid, 0.0) + s
-        else:
-            for rid, s in cur:
-                if ids_filter is not None and rid not in ids_filter:
-                    continue
-                scores[rid] = get(rid, 0.0) + qn * s
     return scores
+
+
+def _add_joined(con, scores: dict, term: str, qn: int, idf: float, avgdl: float, ids_filter):
+    """One term's scores added to `scores`, from postings without their record lengths (an older index)."""
+    get = scores.get
+    args = (idf, K1 + 1, K1, 1 - B, B, avgdl, term)
+    try:
+        cur = con.execute(_TERM_SCORES % _DOCLEN_INDEX, args)
+    except sqlite3.OperationalError:  # an index built before records_hit existed
+        cur = con.execute(_TERM_SCORES % "", args)
+    for rid, s in cur:
+        if ids_filter is not None and rid not in ids_filter:
+            continue
+        scores[rid] = get(rid, 0.0) + qn * s

@@ -5,7 +5,7 @@ import sys
 import time
 
 from . import records as records_mod
-from .index import Index, activation_times
+from .index import POSTINGS_DDL, Index, activation_times, has_postings_dl
 
 
 def _row_view(rec: dict) -> dict:
@@ -438,7 +438,7 @@ def read_record(path: str) -> dict:
 # A rebuild reads every record file, which is most of its cost, so that part runs in worker processes
 # (chunks of REINDEX_CHUNK files).  Each worker appends what it reads to its own scratch SQLite file
 # (the staging file: rows, postings, sessions, each tagged with the file's sequence number), then
-# sorts its postings (an index on term, id), in parallel with the others.  The main process only
+# sorts its postings (an index on term, dl, tf, id), in parallel with the others.  The main process only
 # learns ids, scopes and errors; at the end it attaches the staging files and copies them into the
 # index in one transaction: records in file order, postings as one merge of the sorted staging
 # files (SQLite's MERGE of UNION ALL, no sort), document frequencies with one GROUP BY, then the
@@ -461,7 +461,7 @@ def _stage_con(stage_dir: str):
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         con.execute("CREATE TABLE IF NOT EXISTS st_records(seq INTEGER, %s)" % _RECORD_COLS)
-        con.execute("CREATE TABLE IF NOT EXISTS st_postings(term TEXT, id TEXT, tf INTEGER, seq INTEGER)")
+        con.execute("CREATE TABLE IF NOT EXISTS st_postings(term TEXT, id TEXT, tf INTEGER, dl INTEGER, seq INTEGER)")
         con.execute("CREATE TABLE IF NOT EXISTS st_sessions(session TEXT, id TEXT, seq INTEGER)")
         _STAGE.update(path=path, con=con)
     return _STAGE["con"]
@@ -501,28 +501,29 @@ def _stage_chunk(job) -> list:
         sessions = record_sessions(rec)
         rid = rec["id"]
         rows.append((seq,) + record_row(rec, path, len(toks), sessions))
-        postings.extend([(t, rid, n, seq) for t, n in Counter(toks).items()])
+        dl = len(toks)
+        postings.extend([(t, rid, n, dl, seq) for t, n in Counter(toks).items()])
         sess.extend([(x, rid, seq) for x in sessions])
         items.append(("ok", seq, rid, rec["scope_id"]))
         seq += 1
     con = _stage_con(stage_dir)
     con.execute("BEGIN")
     con.executemany("INSERT INTO st_records VALUES(%s)" % ",".join("?" * 23), rows)
-    con.executemany("INSERT INTO st_postings VALUES(?,?,?,?)", postings)
+    con.executemany("INSERT INTO st_postings VALUES(?,?,?,?,?)", postings)
     con.executemany("INSERT INTO st_sessions VALUES(?,?,?)", sess)
     con.execute("COMMIT")
     return items
 
 
 def _sort_stage(path: str) -> str:
-    """Index a staging file's postings by (term, id), so the main process can merge them without a sort."""
+    """Index a staging file's postings by (term, dl, tf, id), so the main process can merge them without a sort."""
     import sqlite3
     con = sqlite3.connect(path, isolation_level=None)
     try:
         con.execute("PRAGMA journal_mode=OFF")
         con.execute("PRAGMA synchronous=OFF")
         con.execute("PRAGMA cache_size=-32768")
-        con.execute("CREATE INDEX IF NOT EXISTS st_order ON st_postings(term, id, tf)")
+        con.execute("CREATE INDEX IF NOT EXISTS st_order ON st_postings(term, dl, tf, id)")
     finally:
         con.close()
     return path
@@ -620,7 +621,7 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
                 progress(done, len(paths))
         files = stager.sorted_files()
         stager.close()
-        idx = Index(home.index_db)
+        idx = Index(home.index_db, migrate=False)  # an older index's postings are rebuilt below, not migrated
         con = idx.con
         con.execute("PRAGMA cache_size=-65536")  # 64 MiB for this rebuild's connection
         names = []
@@ -630,6 +631,9 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         con.execute("BEGIN IMMEDIATE")
         for name in ("postings_id", "terms_df", "sessions_id"):
             con.execute("DROP INDEX IF EXISTS %s" % name)
+        if not has_postings_dl(con):
+            con.execute("DROP TABLE main.postings")
+            con.execute(POSTINGS_DDL)
         for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta"):
             con.execute("DELETE FROM main.%s" % table)
         for rid, seq in losers:
@@ -641,8 +645,8 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
                 return " UNION ALL ".join("SELECT %s FROM %s.%s" % (cols, n, table) for n in names)
             con.execute("INSERT INTO main.records(%s) SELECT %s FROM (%s) ORDER BY seq"
                         % (_RECORD_COLS, _RECORD_COLS, union("st_records", "seq, " + _RECORD_COLS)))
-            con.execute("INSERT INTO main.postings(term, id, tf) %s ORDER BY 1, 2"
-                        % union("st_postings", "term, id, tf"))
+            con.execute("INSERT INTO main.postings(term, dl, tf, id) %s ORDER BY 1, 2, 3, 4"
+                        % union("st_postings", "term, dl, tf, id"))
             con.execute("INSERT OR IGNORE INTO main.sessions(session, id) %s" % union("st_sessions", "session, id"))
         con.execute("INSERT INTO main.terms SELECT term, COUNT(*) FROM main.postings GROUP BY term")
         con.execute("CREATE INDEX IF NOT EXISTS main.postings_id ON postings(id)")

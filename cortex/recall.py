@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import sqlite3
 import time
 
 from . import manage
@@ -83,11 +84,20 @@ def _rows(con, ids):
     return out
 
 
+_LIGHT = "SELECT id, scope, scope_id, type, status FROM records %s WHERE id IN (%s)"
+
+
 def _light_rows(con, ids):
+    """(id, scope, scope_id, type, status) of these ids, through the covering index records_hit (one
+    seek per id) when the index has it."""
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        yield from con.execute("SELECT id, scope, scope_id, type, status FROM records WHERE id IN (%s)"
-                               % ",".join("?" * len(chunk)), chunk)
+        marks = ",".join("?" * len(chunk))
+        try:
+            rows = con.execute(_LIGHT % ("INDEXED BY records_hit", marks), chunk).fetchall()
+        except sqlite3.OperationalError:  # an index built before records_hit existed
+            rows = con.execute(_LIGHT % ("", marks), chunk).fetchall()
+        yield from rows
 
 
 def _could_reach_top(light, k: int, max_bm25: float) -> set:
@@ -123,13 +133,17 @@ def _descending(scores: dict):
     items = scores.items()
     hi = float("inf")
     cut = max(scores.values()) * 0.5
-    for _ in range(4):
-        yield from sorted(((b, rid) for rid, b in items if cut <= b < hi), reverse=True)
+    for _ in range(3):
+        band = [(b, rid) for rid, b in items if cut <= b < hi]
+        band.sort(reverse=True)
+        yield from band
         hi, cut = cut, cut * 0.5
-    yield from sorted(((b, rid) for rid, b in items if b < hi), reverse=True)
+    band = [(b, rid) for rid, b in items if b < hi]
+    band.sort(reverse=True)
+    yield from band
 
 
-def _batches(it, first: int = 256, most: int = 4096):
+def _batches(it, first: int = 256, most: int = 1024):
     batch, size = [], first
     for x in it:
         batch.append(x)

@@ -148,8 +148,9 @@ def test_index_rows_match_the_record_files(corpus_home):
         assert set(json.loads(row["sessions"])) == {p["session"] for p in rec["provenance"]}
     # postings hold exactly the term frequencies of each record
     post = {}
-    for term, rid, tf in db_rows(corpus_home.index_db, "postings"):
+    for term, rid, tf, dl in db_rows(corpus_home.index_db, "postings"):
         post.setdefault(rid, {})[term] = tf
+        assert dl == len(tokenize(index_text(recs[rid])))  # each posting carries its record's length
     from collections import Counter
     for rid, rec in recs.items():
         assert post.get(rid, {}) == dict(Counter(tokenize(index_text(rec))))
@@ -237,3 +238,51 @@ def test_reindex_drops_records_whose_files_were_deleted(corpus_home, tmp_path):
 
 def test_index_file_is_private(corpus_home):
     assert (os.stat(corpus_home.index_db).st_mode & 0o777) == 0o600
+
+
+# --------------------------------------------------------------------------- older indexes
+
+def _to_old_postings(db):
+    """Turn an index's postings back into the form before the grouped postings: (term, id, tf), keyed by
+    (term, id), without the record length."""
+    con = sqlite3.connect(db)
+    con.executescript("CREATE TABLE old_p(term TEXT NOT NULL, id TEXT NOT NULL, tf INTEGER NOT NULL, "
+                      "PRIMARY KEY(term, id)) WITHOUT ROWID; INSERT INTO old_p SELECT term, id, tf FROM postings; "
+                      "DROP TABLE postings; ALTER TABLE old_p RENAME TO postings; "
+                      "CREATE INDEX postings_id ON postings(id);")
+    con.commit()
+    con.close()
+
+
+def test_an_older_index_is_searched_the_same_and_migrated_by_the_next_writer(corpus_home, tmp_path):
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    before = _tables(h.index_db)
+    queries = [tokenize(q) for q in QUERIES if tokenize(q)]
+    con = index_mod.connect(h.index_db, readonly=True)
+    want = [bm25_scores(con, q) for q in queries]
+    con.close()
+    _to_old_postings(h.index_db)
+    con = index_mod.connect(h.index_db, readonly=True)
+    assert not index_mod.has_postings_dl(con)
+    assert [bm25_scores(con, q) for q in queries] == want  # read through the old path, same scores
+    con.close()
+    index_mod.Index(h.index_db).close()  # a writer migrates the postings in place
+    con = index_mod.connect(h.index_db, readonly=True)
+    assert index_mod.has_postings_dl(con)
+    assert [bm25_scores(con, q) for q in queries] == want
+    con.close()
+    assert _tables(h.index_db) == before
+
+
+def test_reindex_rebuilds_an_older_index_in_the_current_form(corpus_home, tmp_path):
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    assert run_bin("cortex", "reindex", home=h).returncode == 0
+    fresh = _tables(h.index_db)
+    _to_old_postings(h.index_db)
+    assert run_bin("cortex", "reindex", home=h).returncode == 0
+    con = index_mod.connect(h.index_db, readonly=True)
+    assert index_mod.has_postings_dl(con)
+    con.close()
+    assert _tables(h.index_db) == fresh
