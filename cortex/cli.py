@@ -106,7 +106,14 @@ def cmd_bench(args):
     return run_args(args)
 
 
-def build_parser():
+# Commands of cortex.commands that need neither the bench's options nor the install/schedule commands:
+# for these, main() builds the parser without importing cortex.bench, cortex.install, cortex.schedule
+# (start-up time of `cortex recall`).  The arguments parse the same either way.
+LIGHT_COMMANDS = frozenset({"recall", "remember", "show", "why", "forget"})
+
+
+def build_parser(command: str = None):
+    light = command in LIGHT_COMMANDS
     ap = argparse.ArgumentParser(prog="cortex", description="Cortex: memory across coding-assistant sessions.")
     ap.add_argument("--version", action="version", version="cortex %s" % __version__)
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -145,8 +152,9 @@ def build_parser():
     p.set_defaults(func=cmd_lifecycle)
 
     p = sub.add_parser("bench", help="benchmarks: hot paths beside python3 -c pass; --locomo for retrieval")
-    from .bench import add_arguments as add_bench_arguments
-    add_bench_arguments(p)
+    if not light:
+        from .bench import add_arguments as add_bench_arguments
+        add_bench_arguments(p)
     p.set_defaults(func=cmd_bench)
 
     try:  # the commands for people: recall, remember, forget, pin, show, why, doctor, inbox, export...
@@ -155,17 +163,19 @@ def build_parser():
     except ImportError:
         pass
 
-    try:  # client hook installation and scheduling live in their own modules
-        from .install import add_commands as add_install_commands
-        add_install_commands(sub)
-    except ImportError:
-        pass
+    if not light:
+        try:  # client hook installation and scheduling live in their own modules
+            from .install import add_commands as add_install_commands
+            add_install_commands(sub)
+        except ImportError:
+            pass
     return ap
 
 
 def main(argv=None):
     os.umask(0o077)  # everything Cortex creates is the user's alone
-    ap = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = build_parser(argv[0] if argv else None)
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):
         ap.print_help()

@@ -152,26 +152,42 @@ class Index:
     def __init__(self, path: str, migrate: bool = True):
         self.path = path
         self.con = connect(path, migrate=migrate)
+        self.stats_changed = False  # whether postings or lengths changed since opening (finish recomputes)
 
     def close(self):
         self.con.close()
 
-    def _remove(self, rec_id: str):
-        cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
-        terms = [r[0] for r in cur]
-        if terms:
-            self.con.executemany("UPDATE terms SET df=df-1 WHERE term=?", [(t,) for t in terms])
-            self.con.execute("DELETE FROM postings WHERE id=?", (rec_id,))
+    def _remove(self, rec_id: str, postings: bool = True):
+        if postings:
+            cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
+            terms = [r[0] for r in cur]
+            if terms:
+                self.con.executemany("UPDATE terms SET df=df-1 WHERE term=?", [(t,) for t in terms])
+                self.con.execute("DELETE FROM postings WHERE id=?", (rec_id,))
+        n = self.con.execute("DELETE FROM records WHERE id=?", (rec_id,)).rowcount
         self.con.execute("DELETE FROM sessions WHERE id=?", (rec_id,))
-        self.con.execute("DELETE FROM records WHERE id=?", (rec_id,))
+        if postings and n:
+            self.stats_changed = True
+
+    def _same_postings(self, rec_id: str, tf: Counter, dl: int) -> bool:
+        """Whether the index already holds this record with these postings and this length (a use, a status
+        or a confidence changed, not the words): then its postings and the terms' counts stay as they are."""
+        row = self.con.execute("SELECT doclen FROM records WHERE id=?", (rec_id,)).fetchone()
+        if row is None or row[0] != dl:
+            return False
+        have = self.con.execute("SELECT term, tf, dl FROM postings WHERE id=?", (rec_id,)).fetchall()
+        return len(have) == len(tf) and all(tf.get(t) == n and d == dl for t, n, d in have)
 
     def upsert(self, rec: dict, path: str, tokenize):
-        self._remove(rec["id"])
         toks = tokenize(index_text(rec))
         tf = Counter(toks)
+        same = self._same_postings(rec["id"], tf, len(toks))
+        self._remove(rec["id"], postings=not same)
         sessions = record_sessions(rec)
         self.con.execute(INSERT_RECORD, record_row(rec, path, len(toks), sessions))
-        if tf:
+        if not same:
+            self.stats_changed = True
+        if tf and not same:
             dl = len(toks)
             self.con.executemany("INSERT INTO postings VALUES(?,?,?,?)", [(t, rec["id"], n, dl) for t, n in tf.items()])
             self.con.executemany("INSERT INTO terms VALUES(?,1) ON CONFLICT(term) DO UPDATE SET df=df+1",
@@ -188,10 +204,17 @@ class Index:
     def finish(self, built_at: str = None):
         """Recompute the corpus statistics BM25 needs; call once after a batch of upserts."""
         con = self.con
-        con.execute("DELETE FROM terms WHERE df<=0")
-        n, total = con.execute("SELECT COUNT(*), COALESCE(SUM(doclen),0) FROM records").fetchone()
-        idf_sum, vocab = corpus_idf_sum(con, n)
-        meta = {"schema": SCHEMA_VERSION, "N": n, "total_len": total, "idf_sum": idf_sum, "vocab": vocab}
+        old = read_meta(con)
+        if not self.stats_changed and old.get("schema") == SCHEMA_VERSION and all(
+                k in old for k in ("N", "total_len", "idf_sum", "vocab")):
+            # no posting, length or record count changed since this Index was opened: the statistics
+            # (a function of those alone) are what they were; only the build time moves
+            meta = {"schema": SCHEMA_VERSION}
+        else:
+            con.execute("DELETE FROM terms WHERE df<=0")
+            n, total = con.execute("SELECT COUNT(*), COALESCE(SUM(doclen),0) FROM records").fetchone()
+            idf_sum, vocab = corpus_idf_sum(con, n)
+            meta = {"schema": SCHEMA_VERSION, "N": n, "total_len": total, "idf_sum": idf_sum, "vocab": vocab}
         if built_at:
             meta["built_at"] = built_at
         con.executemany("INSERT OR REPLACE INTO meta VALUES(?,?)", [(k, str(v)) for k, v in meta.items()])

@@ -289,7 +289,44 @@ _NO = object()
 _RESOLVE = None
 
 
+# The first characters for which PyYAML's resolver has implicit rules (bool, float, int, merge, null,
+# timestamp, value; a test checks this covers yaml.resolver.Resolver's): a plain scalar starting with
+# any other character is a string.  And the only words starting with a letter that it reads as other
+# than a string (bool and null); "true", "false" and "null" are read here, the others go to YAML.
+_RESOLVER_FIRST = frozenset("!&*+-.0123456789<=FNOTYfnoty~")
+_WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+                   "null Null NULL".split())
+_NUMBER = None
+
+
 def _plain_value(s: str):
+    """_plain_value_yaml(s), without importing YAML for the scalars records hold: strings that start with
+    a character no implicit rule starts with, words that are no bool or null, "true", "false", "null",
+    plain decimal integers and decimal fractions (which the resolver reads as int and float: its float
+    rule is tried first and needs a dot, its int rule matches these whole).  Anything else asks YAML."""
+    global _NUMBER
+    if s:
+        c = s[0]
+        if c not in _RESOLVER_FIRST:
+            return s
+        if c.isalpha():
+            if s not in _WORDS:
+                return s
+            if s in ("true", "false"):
+                return s == "true"
+            if s == "null":
+                return None
+            return _NO
+        if _NUMBER is None:
+            import re
+            _NUMBER = re.compile(r"-?(?:(0|[1-9][0-9]*)|[0-9]+\.[0-9]+)\Z")
+        m = _NUMBER.match(s)
+        if m:
+            return int(s) if m.group(1) is not None else float(s)
+    return _plain_value_yaml(s)
+
+
+def _plain_value_yaml(s: str):
     """A plain scalar's value, decided by PyYAML's own resolver (the one its safe loader uses): a string,
     or an int / float / bool / null when it resolves to those and reads back unambiguously; _NO otherwise
     (timestamps, octal, sexagesimal, ... go to YAML)."""
@@ -652,6 +689,7 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         con.execute("CREATE INDEX IF NOT EXISTS main.postings_id ON postings(id)")
         con.execute("CREATE INDEX IF NOT EXISTS main.terms_df ON terms(df)")
         con.execute("CREATE INDEX IF NOT EXISTS main.sessions_id ON sessions(id)")
+        idx.stats_changed = True  # filled above without upserts: finish must count everything
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         _note_stemmer(idx)
         now = time.time()

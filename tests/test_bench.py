@@ -397,3 +397,36 @@ def test_locomo_on_one_real_conversation():
         for k in ("recall@5", "recall@10", "hit@10"):
             assert 0.0 <= res[v]["all"][k] <= 1.0
     assert res["_info"]["questions"] > 100
+
+
+# -- plain scalars without YAML ------------------------------------------------------------------------
+
+def test_plain_scalars_are_read_as_yaml_reads_them_without_importing_it():
+    import yaml
+    firsts = {k for k in yaml.resolver.Resolver.yaml_implicit_resolvers if k}
+    assert firsts <= indexer._RESOLVER_FIRST  # every character a YAML implicit rule starts with is sent on
+    samples = ["", "0", "-0", "00", "007", "12", "-12", "+12", "1.5", "-1.5", "1.", ".5", "1.5e3", "1_000", "0x1F",
+               "1:30", "2024-01-01", "true", "True", "yes", "No", "on", "OFF", "null", "Null", "~", "<<", "=", "nan",
+               ".inf", "fix", "active", "onion", "yesterday", "nullable", "r27ac4201b3aa1c9b", "1-2.3", "--5", "0.93"]
+    rnd = random.Random(5)
+    alpha = "0123456789.-+_:eExabTtFfNnOoYy~<=!&* rz"
+    samples += ["".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 6))) for _ in range(5000)]
+    for s in samples:
+        got, want = indexer._plain_value(s), indexer._plain_value_yaml(s)
+        assert got is want or (got == want and type(got) is type(want)), s
+
+
+def test_reading_a_bench_record_does_not_import_yaml(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "r.md"
+    rec = {"id": "r0123456789abcdef", "scope": "L0", "scope_id": "p-1", "project": "p-1", "type": "fix",
+           "text": "Fixed the cache token; true story", "confidence": 0.93, "salience": 0.5, "pinned": False,
+           "status": "active", "created": "2026-01-01T00:00:00Z", "updated": "2026-01-01T00:00:00Z",
+           "provenance": [{"client": "cli", "session": None, "transcript": None, "ref": None, "layer": "manual",
+                           "at": "2026-01-01T00:00:00Z"}], "tokens": 9, "priority": 0, "used": ["2026-01-02T00:00:00Z"]}
+    path.write_text(records.dump(rec))
+    code = ("import sys; from cortex.indexer import read_record; r = read_record(%r); "
+            "print(r == %r, 'yaml' in sys.modules)" % (str(path), records.parse(records.dump(rec))))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]

@@ -286,3 +286,37 @@ def test_reindex_rebuilds_an_older_index_in_the_current_form(corpus_home, tmp_pa
     assert index_mod.has_postings_dl(con)
     con.close()
     assert _tables(h.index_db) == fresh
+
+
+def test_an_upsert_that_keeps_the_words_leaves_postings_and_statistics_as_a_full_count_gives(corpus_home, tmp_path):
+    """A use or a status change rewrites the record row but not its postings, and finish() then keeps the
+    corpus statistics; a change of words recounts them.  Either way the tables equal a rebuild's."""
+    h = make_home(tmp_path / "home")
+    shutil.copytree(corpus_home.root, h.root)
+    recs = all_records(h)
+    idx = index_mod.Index(h.index_db)
+    try:
+        a = dict(recs[0], status="archived", used=["2026-01-01T00:00:00Z"])
+        idx.upsert(a, records.record_path(h.records, a), tokenize)
+        assert not idx.stats_changed
+        b = dict(recs[1], text=recs[1]["text"] + " zzzbrandnewword")
+        idx.upsert(b, records.record_path(h.records, b), tokenize)
+        assert idx.stats_changed
+        idx.finish()
+        idx.commit()
+    finally:
+        idx.close()
+    incremental = _tables(h.index_db)
+    con = sqlite3.connect(h.index_db)
+    assert con.execute("SELECT df FROM terms WHERE term='zzzbrandnewword'").fetchone() == (1,)
+    assert con.execute("SELECT status FROM records WHERE id=?", (a["id"],)).fetchone() == ("archived",)
+    con.close()
+    # the same changes counted from scratch
+    idx = index_mod.Index(h.index_db)
+    try:
+        idx.stats_changed = True
+        idx.finish()
+        idx.commit()
+    finally:
+        idx.close()
+    assert _tables(h.index_db) == incremental
