@@ -307,3 +307,33 @@ def _add_joined(con, scores: dict, term: str, qn: int, idf: float, avgdl: float,
         if ids_filter is not None and rid not in ids_filter:
             continue
         scores[rid] = get(rid, 0.0) + qn * s
+
+
+def descending(scores: dict):
+    """(score, id) of every entry of `scores`, best first (ties in any order), sorted in bands from the
+    top down so that a caller that stops early never sorts the long tail of weak hits."""
+    if not scores:
+        return
+    items = scores.items()
+    hi = float("inf")
+    cut = max(scores.values()) * 0.5
+    for _ in range(3):
+        band = [(b, rid) for rid, b in items if cut <= b < hi]
+        band.sort(reverse=True)
+        yield from band
+        hi, cut = cut, cut * 0.5
+    band = [(b, rid) for rid, b in items if b < hi]
+    band.sort(reverse=True)
+    yield from band
+
+
+def batches(it, first: int = 256, most: int = 1024):
+    """Lists of the items of `it`, of growing size (first, twice that, ... up to most)."""
+    batch, size = [], first
+    for x in it:
+        batch.append(x)
+        if len(batch) >= size:
+            yield batch
+            batch, size = [], min(size * 2, most)
+    if batch:
+        yield batch

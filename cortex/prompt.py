@@ -33,11 +33,8 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     shown = {r["id"] for r in details["kept"]}
     con = connect(home.index_db, readonly=True)
     try:
-        in_scope = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id IN (?, ?) AND status='active'",
-                                              (project["id"], domain))}
-        scores = bm25_scores(con, terms, ids_filter=in_scope - shown)
-        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: pcfg["max_records"] * 4]
-        best = [(rid, s) for rid, s in best if s >= pcfg["min_score"]]
+        best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, shown,
+                              pcfg["max_records"] * 4, pcfg["min_score"])
         if not best:
             return []
         cols = ", ".join(COLUMNS)
@@ -59,6 +56,29 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         tokens += cost
         out.append((rec, s))
     return out
+
+
+def _best_in_scope(con, scores: dict, scope_ids: set, shown: set, n: int, min_score: float) -> list:
+    """[(id, score)]: the first n of the hits that are active, in these scopes and not shown, by
+    (-score, id), and scoring at least min_score.  The hits are checked best first, in batches, and
+    the checking stops once n have passed and the rest score less than the n-th (or less than
+    min_score): the same list as filtering every hit and sorting them."""
+    from .index import batches, descending
+    passed = []
+    for batch in batches(descending(scores), first=64):
+        top = batch[0][0]
+        if top < min_score or (len(passed) >= n and top < passed[n - 1][1]):
+            break
+        ids = [rid for _, rid in batch if rid not in shown]
+        ok = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            ok.update(r[0] for r in con.execute(
+                "SELECT id, scope_id, status FROM records WHERE id IN (%s)" % ",".join("?" * len(chunk)), chunk)
+                if r[1] in scope_ids and r[2] == "active")
+        passed += [(rid, b) for b, rid in batch if rid in ok]
+        passed.sort(key=lambda kv: (-kv[1], kv[0]))
+    return [(rid, s) for rid, s in passed[:n] if s >= min_score]
 
 
 def render_hits(hits, now: float = None) -> str:

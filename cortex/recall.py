@@ -24,6 +24,7 @@ import sqlite3
 import time
 
 from . import manage
+from .index import batches as _batches, descending as _descending
 from .manage import CortexError
 
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
@@ -123,35 +124,6 @@ def _could_reach_top(light, k: int, max_bm25: float) -> set:
 # Slack for rounding in the stopping tests below: they stop only when a hit is behind by the whole
 # margin plus this, so a rounding error of a few ulps can never stop them too early.
 _SLACK = 1e-9
-
-
-def _descending(scores: dict):
-    """(bm25, id) of every hit, best first (ties in any order), sorted in bands from the top down so
-    that a caller that stops early never sorts the long tail of weak hits."""
-    if not scores:
-        return
-    items = scores.items()
-    hi = float("inf")
-    cut = max(scores.values()) * 0.5
-    for _ in range(3):
-        band = [(b, rid) for rid, b in items if cut <= b < hi]
-        band.sort(reverse=True)
-        yield from band
-        hi, cut = cut, cut * 0.5
-    band = [(b, rid) for rid, b in items if b < hi]
-    band.sort(reverse=True)
-    yield from band
-
-
-def _batches(it, first: int = 256, most: int = 1024):
-    batch, size = [], first
-    for x in it:
-        batch.append(x)
-        if len(batch) >= size:
-            yield batch
-            batch, size = [], min(size * 2, most)
-    if batch:
-        yield batch
 
 
 def _filtered_top(con, scores: dict, k: int, keep_row, tiers_possible) -> list:

@@ -92,3 +92,35 @@ def test_prompt_hook_imports_nothing_heavy(big_home):
                        capture_output=True, timeout=60)
     heavy = json.loads(p.stdout.decode().strip().splitlines()[-1])
     assert heavy == []
+
+
+@pytest.mark.parametrize("prompt_text", ["The session token cache keeps failing in the parser; why did we drop Redis?",
+                                         "session session cache", "lock the queue worker config"])
+@pytest.mark.parametrize("n,min_score", [(1, 0.0), (12, 0.0), (12, 4.0), (400, 2.0), (5000, 0.0)])
+def test_best_in_scope_equals_filtering_every_hit(big_home, tmp_path, prompt_text, n, min_score):
+    import shutil
+    import sqlite3
+    from cortex.index import bm25_scores, connect
+    from cortex.textproc import query_terms
+    info, _ = big_home
+    db = str(tmp_path / "cortex.sqlite")
+    shutil.copy(os.path.join(info["home"], "index", "cortex.sqlite"), db)
+    con = sqlite3.connect(db)
+    ids = [r[0] for r in con.execute("SELECT id FROM records ORDER BY id")]
+    con.executemany("UPDATE records SET status='archived' WHERE id=?", [(i,) for i in ids[::9]])
+    con.commit()
+    con.close()
+    con = connect(db, readonly=True)
+    try:
+        scope_ids = {info["project"], info["domain"]}
+        shown = set(ids[1::5])
+        in_scope = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id IN (?, ?) AND status='active'",
+                                              tuple(scope_ids))}
+        terms = query_terms(prompt_text)
+        everything = bm25_scores(con, terms, ids_filter=in_scope - shown)
+        want = sorted(everything.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+        want = [(rid, s) for rid, s in want if s >= min_score]
+        got = prompt._best_in_scope(con, bm25_scores(con, terms), scope_ids, shown, n, min_score)
+    finally:
+        con.close()
+    assert got == want and (got or min_score > 0)
