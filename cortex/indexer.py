@@ -666,7 +666,7 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
             con.execute("ATTACH DATABASE ? AS stage%d" % i, (f,))
             names.append("stage%d" % i)
         con.execute("BEGIN IMMEDIATE")
-        for name in ("postings_id", "terms_df", "sessions_id"):
+        for name in ("postings_id", "terms_df", "sessions_id", "records_hit"):
             con.execute("DROP INDEX IF EXISTS %s" % name)
         if not has_postings_dl(con):
             con.execute("DROP TABLE main.postings")
@@ -689,6 +689,7 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         con.execute("CREATE INDEX IF NOT EXISTS main.postings_id ON postings(id)")
         con.execute("CREATE INDEX IF NOT EXISTS main.terms_df ON terms(df)")
         con.execute("CREATE INDEX IF NOT EXISTS main.sessions_id ON sessions(id)")
+        con.execute("CREATE INDEX IF NOT EXISTS main.records_hit ON records(id, doclen, scope, scope_id, type, status)")
         idx.stats_changed = True  # filled above without upserts: finish must count everything
         idx.finish(built_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
         _note_stemmer(idx)
