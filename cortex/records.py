@@ -14,6 +14,7 @@ import os
 import re
 
 from . import redact
+from .frontmatter import emit
 from .fsutil import atomic_write_text
 
 TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix", "progress", "summary")
@@ -50,12 +51,26 @@ def _yaml():
     return yaml
 
 
-def dump(rec: dict) -> str:
-    yaml = _yaml()
+def front_matter(rec: dict) -> dict:
+    """The mapping `dump` writes above the text: FIELD_ORDER first, then any other key but the text."""
     front = {k: rec[k] for k in FIELD_ORDER if k in rec}
     front.update({k: v for k, v in rec.items() if k not in front and k != "text"})
+    return front
+
+
+def dump_yaml(front: dict) -> str:
+    """The front matter as PyYAML writes it (the definition of the format; `frontmatter.emit` writes the
+    same text without importing YAML)."""
+    yaml = _yaml()
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    head = yaml.dump(front, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None)
+    return yaml.dump(front, Dumper=dumper, sort_keys=False, allow_unicode=True, width=1000, default_flow_style=None)
+
+
+def dump(rec: dict) -> str:
+    front = front_matter(rec)
+    head = emit(front)  # PyYAML's text, without importing it; None for anything it leaves to PyYAML
+    if head is None:
+        head = dump_yaml(front)
     return "---\n%s---\n%s\n" % (head, rec["text"].rstrip("\n"))
 
 

@@ -1,0 +1,367 @@
+"""Record front matter written without importing YAML.
+
+`emit(front)` returns the text PyYAML writes for `yaml.dump(front, Dumper=CSafeDumper, sort_keys=False,
+allow_unicode=True, width=1000, default_flow_style=None)` -- the call `records.dump` makes -- or None
+when it cannot be sure, and `records.dump` then asks PyYAML.  Importing PyYAML costs 10-15 ms, which
+was most of what a recall's use spent writing its records.
+
+It is PyYAML's own emitter, cut down to what records hold:
+
+- strings (printable: no line breaks, tabs, control characters, byte-order marks or characters above
+  U+FFFF, which PyYAML writes double-quoted or where its C and pure-Python emitters differ), ints, finite
+  floats, bools and None; lists and dicts with string keys, to any depth;
+- a collection is written in flow style (`[a, b]`, `{k: v}`) when all its items are scalars, else in
+  block style, as `default_flow_style=None` does;
+- a string is written plain when YAML's resolver reads it back as a string and the emitter's analysis
+  allows a plain scalar there (no indicator first, no ': ' or ' #', no leading or trailing space, ...),
+  else single-quoted; the resolver's rules are PyYAML's (`_IMPLICIT`, a test compares them);
+- long lines are broken where the emitter breaks them (at a single space or after a flow item's comma,
+  once the column is past 1,000), with its indentation;
+- None for everything else: other types, keys that are not short strings, a list or dict that appears
+  twice (PyYAML would write an anchor), empty front matter.
+
+Tests compare it with both PyYAML emitters (the C one and the pure-Python one) on every record of a demo
+home, on bench records and on generated values (Hypothesis), and check that yaml.safe_load reads back
+the data.
+"""
+
+WIDTH = 1000  # records.dump's width
+_STR_TAG_LEN = 5  # "!!str": PyYAML counts it in a simple key's length (a key must stay under 128)
+
+# PyYAML 6's implicit resolvers (yaml/resolver.py), first characters and patterns as it has them (re.X).
+_IMPLICIT = (
+    ("tag:yaml.org,2002:bool",
+     r'''^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$''', "yYnNtTfFoO"),
+    ("tag:yaml.org,2002:float",
+     r'''^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$''', "-+0123456789."),
+    ("tag:yaml.org,2002:int",
+     r'''^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$''', "-+0123456789"),
+    ("tag:yaml.org,2002:merge", r'^(?:<<)$', "<"),
+    ("tag:yaml.org,2002:null",
+     r'''^(?: ~
+                    |null|Null|NULL
+                    | )$''', "~nN"),
+    ("tag:yaml.org,2002:timestamp",
+     r'''^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$''', "0123456789"),
+    ("tag:yaml.org,2002:value", r'^(?:=)$', "="),
+    ("tag:yaml.org,2002:yaml", r'^(?:!|&|\*)$', "!&*"),
+)
+_FIRST = frozenset("".join(first for _, _, first in _IMPLICIT))
+_RULES = None  # first character -> compiled patterns, built on first need
+_IS_STR = {}   # memo: plain string -> does the resolver read it as a string
+_ODD = None    # characters this module leaves to PyYAML
+
+# characters that make a scalar unusable as a plain one when first, and within a scalar ("," "?" "[" ...)
+_LEADING = "#,[]{}&*!|>'\"%@`"
+_FLOW_INSIDE = ",?[]{}"
+
+
+class Unsure(Exception):
+    """The value holds something this emitter leaves to PyYAML."""
+
+
+def resolves_to_str(s: str) -> bool:
+    """Whether PyYAML's resolver reads the plain scalar s as a string (its implicit rules, first
+    character first, as yaml.resolver.Resolver.resolve does for a plain scalar)."""
+    global _RULES
+    if not s:
+        return False  # the empty plain scalar is null
+    if s[0] not in _FIRST:
+        return True
+    got = _IS_STR.get(s)
+    if got is None:
+        if _RULES is None:
+            import re
+            rules = {}
+            for _tag, pattern, first in _IMPLICIT:
+                rx = re.compile(pattern, re.X)
+                for c in first:
+                    rules.setdefault(c, []).append(rx)
+            _RULES = rules
+        got = not any(rx.match(s) for rx in _RULES.get(s[0], ()))
+        if len(_IS_STR) > 20000:
+            _IS_STR.clear()
+        _IS_STR[s] = got
+    return got
+
+
+def _printable(s: str) -> bool:
+    global _ODD
+    if s.isascii():
+        return s.isprintable()  # ASCII: exactly U+0020..U+007E
+    if _ODD is None:
+        import re
+        _ODD = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd]")
+    return _ODD.search(s) is None
+
+
+def _plain_allowed(s: str):
+    """(allowed as a plain scalar in a flow collection, allowed as a plain scalar in block context):
+    PyYAML's analyze_scalar for a non-empty printable string without line breaks."""
+    if s.startswith(("---", "...")) or s[0] == " " or s[-1] == " " or s[0] in _LEADING or " #" in s:
+        return False, False
+    c, i = s[0], s.find(":", 1)
+    after_space = len(s) == 1 or s[1] == " "
+    if c == "-" and after_space:
+        return False, False
+    while i >= 0:
+        if i + 1 == len(s) or s[i + 1] == " ":  # ": " or a final ":"
+            return False, False
+        i = s.find(":", i + 1)
+    block = not (c in "?:" and after_space)
+    flow = c not in "?:" and ":" not in s and not any(ch in s for ch in _FLOW_INSIDE)
+    return flow, block
+
+
+_STYLES = {}  # memo: (string, in a flow collection, as a simple key) -> "" (plain) or "'" (single-quoted)
+
+
+def _style(s: str, flow: bool, key: bool) -> str:
+    """How PyYAML writes the string s there: plain when its resolver reads it back as a string and the
+    emitter's analysis allows it, else single-quoted; Unsure for what is left to PyYAML (characters
+    outside _printable, a key that is empty or too long to be a simple key: "? key")."""
+    got = _STYLES.get((s, flow, key))
+    if got is None:
+        if not _printable(s) or (key and (not s or len(s.encode("utf-8")) + _STR_TAG_LEN >= 128)):
+            raise Unsure()
+        got = "" if s and resolves_to_str(s) and _plain_allowed(s)[0 if flow else 1] else "'"
+        if len(_STYLES) > 20000:
+            _STYLES.clear()
+        _STYLES[(s, flow, key)] = got
+    return got
+
+
+class _Emitter:
+    """The state PyYAML's Emitter keeps while writing, for the events records produce."""
+
+    def __init__(self):
+        self.out = []
+        self.column = 0
+        self.whitespace = True
+        self.indention = True
+        self.indent = None
+        self.indents = []
+        self.flow_level = 0
+        self.mapping_context = False
+        self.simple_key_context = False
+
+    # -- writing --------------------------------------------------------------------------------------
+
+    def increase_indent(self, flow=False, indentless=False):
+        self.indents.append(self.indent)
+        if self.indent is None:
+            self.indent = 2 if flow else 0
+        elif not indentless:
+            self.indent += 2
+
+    def indicator(self, text, need_whitespace, whitespace=False, indention=False):
+        if not self.whitespace and need_whitespace:
+            text = " " + text
+        self.whitespace = whitespace
+        self.indention = self.indention and indention
+        self.column += len(text)
+        self.out.append(text)
+
+    def write_indent(self):
+        indent = self.indent or 0
+        if not self.indention or self.column > indent or (self.column == indent and not self.whitespace):
+            self.whitespace = self.indention = True
+            self.column = 0
+            self.out.append("\n")
+        if self.column < indent:
+            self.whitespace = True
+            self.out.append(" " * (indent - self.column))
+            self.column = indent
+
+    # a long scalar: where it has a single space and the column is past the width, PyYAML breaks the line
+    # (indented) instead of writing the space; a plain scalar is written from after a space when the
+    # previous indicator needs one; spaces at either end of a quoted one are never replaced
+
+    def folded_plain(self, text):
+        if not self.whitespace:
+            self.column += 1
+            self.out.append(" ")
+        self.whitespace = self.indention = False
+        words = text.split(" ")
+        self.column += len(words[0])
+        self.out.append(words[0])
+        i = 1
+        while i < len(words):
+            if words[i] != "" and self.column > WIDTH:
+                self.write_indent()
+                self.whitespace = self.indention = False
+                chunk = words[i]
+                i += 1
+            else:
+                j = i  # a run of n spaces: n - 1 empty words; written as it is
+                while words[j] == "":
+                    j += 1
+                chunk = " " * (j - i + 1) + words[j]
+                i = j + 1
+            self.column += len(chunk)
+            self.out.append(chunk)
+
+    def folded_single_quoted(self, text):
+        self.indicator("'", True)
+        n = len(text)
+        start = 0
+        for end in range(n + 1):
+            ch = text[end] if end < n else None
+            if start < end and text[start] == " ":  # inside a run of spaces
+                if ch != " ":
+                    if start + 1 == end and self.column > WIDTH and start != 0 and end != n:
+                        self.write_indent()
+                    else:
+                        self.column += end - start
+                        self.out.append(text[start:end])
+                    start = end
+            elif ch is None or ch == " " or ch == "'":
+                if start < end:
+                    self.column += end - start
+                    self.out.append(text[start:end])
+                    start = end
+            if ch == "'":
+                self.column += 2
+                self.out.append("''")
+                start = end + 1
+        self.indicator("'", False)
+
+    # -- nodes ----------------------------------------------------------------------------------------
+
+    def scalar(self, text, style):
+        """A scalar event: text as the representer gives it, style "" (plain) or "'" (single-quoted)."""
+        out = text if not style else "'%s'" % text.replace("'", "''")
+        if self.simple_key_context or " " not in text or self.column + 1 + len(out) <= WIDTH:
+            if not self.whitespace:  # no line break possible: written as it is
+                out = " " + out
+            self.whitespace = self.indention = False
+            self.column += len(out)
+            self.out.append(out)
+            return
+        self.increase_indent(flow=True)
+        if style:
+            self.folded_single_quoted(text)
+        else:
+            self.folded_plain(text)
+        self.indent = self.indents.pop()
+
+    def node(self, v, mapping=False, simple_key=False):
+        self.mapping_context = mapping
+        self.simple_key_context = simple_key
+        t = type(v)
+        if t is str:
+            self.scalar(v, _style(v, self.flow_level > 0, simple_key))
+        elif t is bool:
+            self.scalar("true" if v else "false", "")
+        elif t is int:
+            self.scalar(str(v), "")
+        elif t is float:
+            text = repr(v).lower()
+            if v != v or text in ("inf", "-inf"):
+                raise Unsure()
+            if "." not in text and "e" in text:
+                text = text.replace("e", ".0e", 1)
+            self.scalar(text, "")
+        elif v is None:
+            self.scalar("null", "")
+        elif t is list:
+            if self.flow_level or all(type(x) not in (list, dict) for x in v):
+                self.flow_sequence(v)
+            else:
+                self.block_sequence(v)
+        elif t is dict:
+            if self.flow_level or all(type(x) not in (list, dict) for x in v.values()):
+                self.flow_mapping(v)
+            else:
+                self.block_mapping(v)
+        else:
+            raise Unsure()
+
+    def flow_sequence(self, items):
+        self.indicator("[", True, whitespace=True)
+        self.flow_level += 1
+        self.increase_indent(flow=True)
+        for i, x in enumerate(items):
+            if i:
+                self.indicator(",", False)
+            if self.column > WIDTH:
+                self.write_indent()
+            self.node(x)
+        self.indent = self.indents.pop()
+        self.flow_level -= 1
+        self.indicator("]", False)
+
+    def flow_mapping(self, d):
+        self.indicator("{", True, whitespace=True)
+        self.flow_level += 1
+        self.increase_indent(flow=True)
+        for i, (k, v) in enumerate(d.items()):
+            if i:
+                self.indicator(",", False)
+            if self.column > WIDTH:
+                self.write_indent()
+            self.pair(k, v)
+        self.indent = self.indents.pop()
+        self.flow_level -= 1
+        self.indicator("}", False)
+
+    def block_sequence(self, items):
+        self.increase_indent(flow=False, indentless=self.mapping_context and not self.indention)
+        for x in items:
+            self.write_indent()
+            self.indicator("-", True, indention=True)
+            self.node(x)
+        self.indent = self.indents.pop()
+
+    def block_mapping(self, d):
+        self.increase_indent(flow=False)
+        for k, v in d.items():
+            self.write_indent()
+            self.pair(k, v)
+        self.indent = self.indents.pop()
+
+    def pair(self, k, v):
+        """A mapping's key (a simple key: a string on one line, under 128 with its tag) and value."""
+        if type(k) is not str:
+            raise Unsure()
+        self.node(k, mapping=True, simple_key=True)
+        self.indicator(":", False)
+        self.node(v, mapping=True)
+
+
+def _no_shared(v, seen) -> bool:
+    """True when no list or dict appears twice (PyYAML would write an anchor and an alias)."""
+    t = type(v)
+    if t is list or t is dict:
+        if id(v) in seen:
+            return False
+        seen.add(id(v))
+        return all(_no_shared(x, seen) for x in (v.values() if t is dict else v))
+    return True
+
+
+def emit(front: dict):
+    """The YAML document PyYAML writes for the mapping `front` (see the module's docstring), or None."""
+    if type(front) is not dict or not front or not _no_shared(front, set()):
+        return None
+    e = _Emitter()
+    try:
+        e.node(front)
+    except Unsure:
+        return None
+    e.write_indent()  # the document's end
+    return "".join(e.out)
