@@ -8,7 +8,6 @@ and exit status 1; colour only on a terminal and never when NO_COLOR is set.
 """
 import json
 import os
-import shutil
 import sys
 
 from .home import Home
@@ -39,6 +38,7 @@ def paint(text: str, style: str, stream=None) -> str:
 def _width(stream):
     try:
         if stream.isatty():
+            import shutil  # not at the top: it imports the compression modules (3 ms of a recall's start-up)
             return shutil.get_terminal_size((100, 24)).columns
     except (AttributeError, ValueError):
         pass

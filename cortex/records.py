@@ -13,7 +13,6 @@ import hashlib
 import os
 import re
 
-from . import redact
 from .frontmatter import emit
 from .fsutil import atomic_write_text
 
@@ -166,6 +165,7 @@ class RecordStore:
         follow the latest provenance instead of staying as first written), related (ids to link).
         `into` names an existing record that says the same thing: the candidate reinforces it.
         """
+        from . import redact  # compiles its patterns on import: only where text comes in
         cand = dict(cand, text=_utf8(cand["text"]).replace("\r\n", "\n").replace("\r", "\n"),
                     files=[redact.clean(_utf8(f))[0] for f in cand.get("files") or ()],
                     plan=None if cand.get("plan") is None else [

@@ -156,10 +156,12 @@ def test_cortex_recall_builds_a_light_parser_that_parses_the_same(home):
     argv = ["recall", "session", "tokens", "--scope", "all", "--type", "fix", "-k", "3", "--no-use", "--json"]
     assert vars(cli.build_parser("recall").parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
     h, cwd = home
-    code = ("import sys, io, contextlib; from cortex.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()) as out: rc = main(%r)\n"
-            "print(rc, sorted(m for m in ('cortex.bench', 'cortex.install', 'cortex.schedule', 'yaml') "
-            "if m in sys.modules), out.getvalue().count('\"id\"'))" % (argv[:-1] + ["--cwd", cwd, "--json"],))
-    env = dict(os.environ, CORTEX_HOME=h.root)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
-    assert out.split() == ["0", "[]", "3"]
+    for args in (argv[:-1], argv[:-2]):  # without a use, and with one (the three hits' files are rewritten)
+        code = ("import sys, io, contextlib; from cortex.cli import main\n"
+                "with contextlib.redirect_stdout(io.StringIO()) as out: rc = main(%r)\n"
+                "print(rc, sorted(m for m in ('cortex.bench', 'cortex.install', 'cortex.schedule', 'yaml', "
+                "'cortex.redact') if m in sys.modules), out.getvalue().count('\"id\"'))" % (args + ["--cwd", cwd,
+                                                                                                     "--json"],))
+        env = dict(os.environ, CORTEX_HOME=h.root)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+        assert out.split() == ["0", "[]", "3"], args
