@@ -79,6 +79,10 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
             os.chmod(path, 0o600)
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
+        # the bytes of a deleted row (a record's text after `forget --hard`, the old version of a re-indexed
+        # record) are overwritten with zeros instead of staying in free space; SQLite's default is off unless
+        # it was compiled with SQLITE_SECURE_DELETE
+        con.execute("PRAGMA secure_delete=ON")
         con.executescript(DDL)
         cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
         if "file_state" not in cols:  # an index from before reality checks: add the column in place

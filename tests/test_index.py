@@ -236,6 +236,54 @@ def test_reindex_drops_records_whose_files_were_deleted(corpus_home, tmp_path):
     assert gone["id"] not in {r[1] for r in db_rows(h.index_db, "sessions")}
 
 
+def test_forget_hard_leaves_no_trace_of_the_text_in_the_index_file(home, tmp_path, monkeypatch):
+    """secure_delete: a deleted record's text is overwritten in the SQLite file (and its WAL), not left in
+    free space, also where SQLite is built with secure_delete off by default (emulated here: the probe
+    shows such a connection leaves the text of a deleted row in the file)."""
+    from cortex import manage
+    real_connect = sqlite3.connect
+
+    def off_by_default(*args, **kwargs):
+        con = real_connect(*args, **kwargs)
+        con.execute("PRAGMA secure_delete=OFF")
+        return con
+
+    monkeypatch.setattr(sqlite3, "connect", off_by_default)
+    marker = b"zorblaxquuxmarker"
+
+    def raw_bytes(db) -> bytes:
+        con = real_connect(db)
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        con.close()
+        data = b""
+        for p in (db, db + "-wal"):
+            if os.path.exists(p):
+                with open(p, "rb") as f:
+                    data += f.read()
+        return data.lower()
+
+    probe = str(tmp_path / "probe.sqlite")
+    con = sqlite3.connect(probe)
+    con.executescript("CREATE TABLE t(x TEXT); INSERT INTO t VALUES('the %s text'); DELETE FROM t;" % marker.decode())
+    con.close()
+    assert marker in raw_bytes(probe)
+
+    home.ensure()
+    cwd = str(tmp_path / "proj")
+    for text in ("We chose SQLite over Postgres because it needs no server", "The importer skips blank rows",
+                 "The Zorblaxquuxmarker cache is flushed before each migration", "Exports need the UTF-8 BOM"):
+        made = manage.remember(home, text, cwd=cwd)
+        if "Zorblax" in text:
+            rid = made["record"]["id"]
+    assert marker in raw_bytes(home.index_db)
+    con = index_mod.connect(home.index_db)
+    assert con.execute("PRAGMA secure_delete").fetchone()[0] == 1  # every writer's connection
+    con.close()
+    res = manage.forget(home, [manage.load(home, rid)], hard=True)
+    assert [r["action"] for r in res] == ["deleted"]
+    assert marker not in raw_bytes(home.index_db)
+
+
 def test_index_file_is_private(corpus_home):
     assert (os.stat(corpus_home.index_db).st_mode & 0o777) == 0o600
 
