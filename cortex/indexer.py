@@ -413,10 +413,29 @@ def _copy(v):
     return list(v) if type(v) is list else dict(v) if type(v) is dict else v
 
 
+def _unfold(lines: list):
+    """The lines with the folded ones joined back, or None.  records.dump (as PyYAML) breaks a line longer
+    than 1,000 characters where a single space stood, and indents what follows: a long `used` list, a
+    long plain or quoted value.  In a flow collection or a plain or single-quoted scalar, YAML reads such
+    a line break, with the next line's leading spaces, as one space, so the joined line reads the same.
+    Only a line indented by at least two spaces after a line that carries a value and does not end with
+    a space is joined; anything else (a nested block, a blank line) is left to YAML."""
+    out = []
+    for line in lines:
+        if line[:1] != " ":
+            out.append(line)
+            continue
+        rest = line.lstrip(" ")
+        if not out or line[:2] != "  " or not rest or out[-1][-1:] in (" ", ":", ""):
+            return None
+        out[-1] = out[-1] + " " + rest
+    return out
+
+
 def fast_parse(text: str):
     """records.parse(text) for the front matter records.dump writes (top-level keys with scalars, flow
-    lists of scalars, block lists of flow mappings), without YAML; None when the file holds anything
-    else (nested mappings, double quotes, folded lines, ...), and records.parse then reads it.  About
+    lists of scalars, block lists of flow mappings, long lines folded), without YAML; None when the file
+    holds anything else (nested mappings, double quotes, ...), and records.parse then reads it.  About
     10x faster; tests check it against records.parse on real and generated records."""
     if not text.startswith("---\n"):
         return None
@@ -426,6 +445,10 @@ def fast_parse(text: str):
     r = _fast_res()
     front = {}
     lines = text[4:end].split("\n")
+    if "\n " in text[3:end]:
+        lines = _unfold(lines)
+        if lines is None:
+            return None
     i, n = 0, len(lines)
     while i < n:
         got = _line(lines[i], r)

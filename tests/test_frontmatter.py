@@ -10,7 +10,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import bench, frontmatter, records
+from cortex import bench, frontmatter, indexer, records
 from cortex.home import Home
 from cortex.reality import file_state
 
@@ -100,7 +100,9 @@ def test_every_record_of_a_demo_home_is_written_as_pyyaml_writes_it(tmp_path):
         assert same_as_pyyaml(front) == records.dump_yaml(front)
         # a record used many times: its `used` list is folded over several lines, as PyYAML folds it
         used = dict(front, used=["2026-01-02T03:04:%02d.%03dZ" % (i % 60, i) for i in range(120)])
-        assert same_as_pyyaml(used).count("\n") > text[:text.index("\n---\n")].count("\n") + 2
+        folded = "---\n%s---\n%s\n" % (same_as_pyyaml(used), rec["text"])
+        assert folded.count("\n") > text.count("\n") + 2
+        assert indexer.fast_parse(folded) == records.parse(folded) == dict(used, text=rec["text"])
         # what the normalizer adds when the files a record names exist (the fixtures' do not, here)
         same_as_pyyaml(dict(front, file_state=file_state(["cortex/records.py", "README.md"], str(REPO)),
                             related=["r0123456789abcdef"], redactions=2))
@@ -186,6 +188,8 @@ def test_record_shaped_data_round_trips_and_matches_pyyaml(files, branch, sessio
         assert _holds_left_out(front), front
     dumped = records.dump(dict(rec, text="x"))
     assert records.parse(dumped) == dict(rec, text="x")
+    fast = indexer.fast_parse(dumped)
+    assert fast is None or fast == records.parse(dumped)
 
 
 def _holds_left_out(v, key=False) -> bool:
@@ -246,3 +250,26 @@ def test_keys_of_up_to_122_bytes_are_simple_keys_longer_ones_go_to_pyyaml():
     for key in ("k" * 123, "\xe9" * 62, "\u65e5" * 41):  # PyYAML and libyaml differ here (characters + "!!str" / bytes)
         assert frontmatter.emit({key: 1}) is None
         assert frontmatter.emit({"n": {key: 1}}) is None
+
+
+# -- reading folded lines back without YAML ---------------------------------------------------------------
+
+_FOLDED = [
+    "used: ['a', 'b',\n  'c']", "used: [a, b,\n  c]", "used: [a,\n    b]", "used: [a\n  b]", "k: a\n  b",
+    "k: 'a\n  b'", "k: 'a\n  ''b'''", "k: a\n  - b", "k: a\n  ---", "k: a\n  #b", "k: 'a\n  #b'",
+    "used: [a,\n  #b]", "k: a\n  b: c", "k: [a]\n  b", "k: 'a'\n  b", "k: a \n  b", "k: a\n b", "k:\n  b",
+    "k:\n  - b", "k: a\n\n  b", "k: a\n  \n  b", "k: a\n  b\n  c", "k: a\nj: b\n  c",
+    "p:\n- {a: b,\n  c: d}", "p:\n- {a: 'b\n    c', d: e}", "p:\n- {a: b\n    c, d: e}", "p:\n- [a,\n  b]",
+    " k: a", "k: 1\n  2", "k: true\n  x", "k: [1,\n  2.5, null, true]", "k: a\n\t b", "k: a\n  \tb",
+]
+
+
+@pytest.mark.parametrize("front", _FOLDED)
+def test_folded_lines_are_read_as_yaml_reads_them_or_left_to_it(front):
+    text = "---\n%s\n---\nx\n" % front
+    try:
+        want = records.parse(text)
+    except records.RecordError:
+        want = None
+    got = indexer.fast_parse(text)
+    assert got is None or got == want, (got, want)
