@@ -55,7 +55,9 @@ DEFAULTS = {
         "max_record_chars": 600,         # longer extracted text is cut at a sentence boundary
     },
     "normalize": {
-        "max_transcript_bytes": 268435456,  # larger transcripts are read only up to this many new bytes per run
+        "window_bytes": 16777216,           # a transcript is read, stored and checkpointed this much at a time
+        "max_line_bytes": 33554432,         # a JSON Lines line longer than this is skipped as a bad line
+        "max_document_bytes": 67108864,     # a one-document transcript (Gemini) larger than this is not read
         "blob_retention_hours": 24,         # captured transcript links are removed this long after being read fully
         "done_retention_days": 7,           # processed events in inbox/done/ are deleted after this many days
         "lock_stale_seconds": 600,          # a lock older than this whose process is gone is taken over

@@ -364,7 +364,11 @@ def _read_to(path: str, offset: int) -> int:
     try:
         if path.lower().endswith(".json"):
             from . import adapters
-            return max(offset, adapters.get("gemini").parse(path, 0).cursor)
+            from .adapters.base import TooLarge
+            try:
+                return max(offset, adapters.get("gemini").parse(path, 0).cursor)
+            except TooLarge:  # never read by the normalizer either, so nothing past `offset` can come back
+                return offset
         with open(path, "rb") as f:
             end = os.fstat(f.fileno()).st_size
             while end > offset:

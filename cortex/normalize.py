@@ -255,7 +255,7 @@ class Run:
                       "nothing to read" % path)
 
     def session(self, evs):
-        from . import adapters, scope
+        from . import adapters
         from .extract import Context, extract
         last = evs[-1][1]
         payload = last["payload"]
@@ -270,39 +270,87 @@ class Run:
             for name, _ in evs:
                 self._fail(name, "transcript %s is not in a format Cortex reads (Claude Code, Codex, Gemini)" % src)
             return
+        from .adapters.base import TooLarge
         key = os.path.realpath(payload.get("transcript_path") or src)
         cur = self.cursors.get(key) or {}
         size = os.path.getsize(src)
         offset = int(cur.get("offset", 0))
         if offset > size and adapter.client != "gemini":
             offset, cur = 0, {}  # the file was replaced or truncated: read it again
-        res = adapter.parse(src, offset)
+        limits = self.read_limits()
+        parts = adapter.windows(src, offset, **limits)
+        try:
+            res = next(parts)
+        except TooLarge as e:
+            for name, _ in evs:
+                self._fail(name, str(e))
+            return
         self.stats["bytes"] += max(size - offset, 0)
-        cwd = payload.get("cwd") or res.meta.cwd or cur.get("cwd")
-        project = scope.project_for(cwd) if cwd else scope.project_for(os.path.dirname(src))
-        domain = scope.domain_for(project, self.cfg)
-        ctx = Context(client=adapter.client, session=payload.get("session_id") or res.meta.session_id,
-                      transcript=payload.get("transcript_path") or src, project=project["id"], domain=domain,
-                      branch=res.meta.git_branch or cur.get("branch"), fallback_time=last["captured_at"],
-                      keyword_min_confidence=self.cfg["extraction"]["keyword_min_confidence"],
-                      max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
-        cands, state = extract(res.entries, ctx, cur.get("state"))
-        from .redact import clean
-        new_cursors = {key: {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
-                             "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project, "state": state,
-                             "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}}
+        totals = {"entries": 0, "candidates": 0, "bad_lines": 0, "windows": 0}
+        # One window at a time: its records, their index rows, then the cursor, so memory stays
+        # bounded and a run killed between windows resumes where the last one ended.
+        while res is not None:
+            ctx = self.context(adapter, payload, last, src, res, cur)
+            cands, state = extract(res.entries, ctx, cur.get("state"))
+            self.store_candidates(cands, ctx)
+            from .redact import clean
+            cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
+                   "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
+                   "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
+            self.index_changes()
+            self.save_cursors({key: cur})
+            totals["entries"] += len(res.entries)
+            totals["candidates"] += len(cands)
+            totals["bad_lines"] += res.bad_lines
+            totals["windows"] += 1
+            truncated, warnings = res.truncated, res.warnings
+            res = cands = None  # let the window go before the next is read
+            res = next(parts, None)
+            if warnings:
+                self.log.info("transcript_notes", transcript=ctx.transcript, notes=warnings[:5])
         for comp in adapter.companions(src):
             ckey = os.path.realpath(comp)
             ccur = self.cursors.get(ckey) or {}
             coff = int(ccur.get("offset", 0))
             if coff > os.path.getsize(comp):
                 coff, ccur = 0, {}
-            cres = adapter.parse(comp, coff)
             cctx = Context(**dict(ctx.__dict__, transcript=comp))
-            ccands, cstate = extract(cres.entries, cctx, ccur.get("state"))
-            cands.extend(c for c in ccands if c.type not in ("progress", "plan"))
-            new_cursors[ckey] = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
-                                 "state": cstate, "companion_of": key}
+            for cres in adapter.windows(comp, coff, **limits):
+                ccands, cstate = extract(cres.entries, cctx, ccur.get("state"))
+                ccands = [c for c in ccands if c.type not in ("progress", "plan")]
+                self.store_candidates(ccands, ctx)
+                ccur = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
+                        "state": cstate, "companion_of": key}
+                self.index_changes()
+                self.save_cursors({ckey: ccur})
+                totals["candidates"] += len(ccands)
+        for name, _ in evs:
+            inbox.done(self.home, name)
+            self.stats["done"] += 1
+        self.stats["sessions"] += 1
+        self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
+                      truncated=truncated, events=len(evs), **totals)
+
+    def read_limits(self) -> dict:
+        conf = self.cfg["normalize"]
+        return {"window": int(conf["window_bytes"]), "max_line": int(conf["max_line_bytes"]),
+                "max_document": int(conf["max_document_bytes"])}
+
+    def context(self, adapter, payload, last, src, res, cur):
+        """What extraction needs to know about the session, as of this window."""
+        from . import scope
+        from .extract import Context
+        cwd = payload.get("cwd") or res.meta.cwd or cur.get("cwd")
+        project = scope.project_for(cwd) if cwd else scope.project_for(os.path.dirname(src))
+        domain = scope.domain_for(project, self.cfg)
+        return Context(client=adapter.client, session=payload.get("session_id") or res.meta.session_id,
+                       transcript=payload.get("transcript_path") or src, project=project["id"], domain=domain,
+                       branch=res.meta.git_branch or cur.get("branch"), fallback_time=last["captured_at"],
+                       keyword_min_confidence=self.cfg["extraction"]["keyword_min_confidence"],
+                       max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
+
+    def store_candidates(self, cands, ctx):
+        """Write the candidates as records (placed, merged, linked, superseding), in order."""
         from .reality import file_state
         for c in cands:
             cand = c.to_store(ctx)
@@ -327,18 +375,12 @@ class Run:
         for text, why in self.store.rejected:
             self.log.warning("candidate_rejected", text=text, reason=why)
         self.store.rejected.clear()
-        # records are on disk: the index follows them (so the next session's similarity search sees them
-        # even if this run dies), then the cursor, then the events
-        self.index_changes()
-        self.cursors.update(new_cursors)
+
+    def save_cursors(self, changed: dict):
+        # records are on disk and indexed before this: a run that dies here reads the window again
+        # and the upserts find their records already written
+        self.cursors.update(changed)
         atomic_write_text(self.home.cursors, json.dumps(self.cursors, indent=1, sort_keys=True))
-        for name, _ in evs:
-            inbox.done(self.home, name)
-            self.stats["done"] += 1
-        self.stats["sessions"] += 1
-        self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
-                      entries=len(res.entries), candidates=len(cands), bad_lines=res.bad_lines,
-                      truncated=res.truncated, events=len(evs))
 
     # -- index and housekeeping ---------------------------------------------------------
     def index_changes(self, scopes=()):

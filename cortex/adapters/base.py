@@ -13,7 +13,22 @@ left for the next run (the client may still be writing it).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple
+from typing import Iterator, Optional, Tuple
+
+# Reading limits (normalize.window_bytes / normalize.max_line_bytes in config.yaml).  A transcript is
+# read, extracted and stored one window at a time, so memory stays bounded whatever its size; a
+# single line longer than the line limit (a pasted image, a runaway tool output, a corrupt file) is
+# skipped in small steps and counted as a bad line, never read into memory.
+WINDOW_BYTES = 16 << 20
+MAX_LINE_BYTES = 32 << 20
+SKIP_STEP = 1 << 20
+# A transcript that is one JSON document (Gemini) cannot be read in parts: one larger than this is
+# not read at all (its events are quarantined with the reason) rather than risk the machine's memory.
+MAX_DOCUMENT_BYTES = 64 << 20
+
+
+class TooLarge(Exception):
+    """The transcript cannot be read within the configured memory bounds (the message says why)."""
 
 # What an entry is.  Extraction relies on these meanings:
 USER = "user"                  # a prompt the human typed (never injected or meta text)
@@ -97,14 +112,118 @@ class Adapter:
         """
         raise NotImplementedError
 
-    def parse(self, path: str, cursor: int = 0) -> ParseResult:
-        """Read the transcript from `cursor` on (0 = from the start) and return its entries.
+    def windows(self, path: str, cursor: int = 0, window: int = WINDOW_BYTES,
+                max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES) -> Iterator[ParseResult]:
+        """Read the transcript from `cursor` on (0 = from the start), one window at a time.
 
-        Must not raise on malformed content; raises OSError only when the file cannot be opened.
+        Each result holds the entries of its window only, the cursor just past it and its bad
+        lines; they share one `meta`, updated as the read goes.  The state that spans lines (open
+        tool calls, the session's meta) carries from window to window, so the windows together
+        give exactly the entries of one read.  Must not raise on malformed content; raises
+        OSError when the file cannot be opened and TooLarge when it cannot be read within the
+        limits (a JSON document over `max_document`).
         """
         raise NotImplementedError
+
+    def parse(self, path: str, cursor: int = 0, **limits) -> ParseResult:
+        """All the windows of `windows` as one result (for callers that want the whole read)."""
+        whole = None
+        for part in self.windows(path, cursor, **limits):
+            if whole is None:
+                whole = part
+                continue
+            whole.entries.extend(part.entries)
+            whole.cursor = part.cursor
+            whole.bad_lines += part.bad_lines
+            whole.truncated = part.truncated
+            whole.warnings.extend(part.warnings)
+        return whole
 
     def companions(self, path: str) -> list:
         """Other transcript files that belong to this session (e.g. subagent files), to be parsed
         with their own cursors and marked sidechain.  Default: none."""
         return []
+
+
+def line_blocks(f, start: int, end: Optional[int] = None, window: int = WINDOW_BYTES,
+                max_line: int = MAX_LINE_BYTES):
+    """Walk a JSON Lines file from byte `start` (to `end`, default EOF) in bounded pieces.
+
+    Yields, in file order:
+      ("lines", offset, data)  complete lines (data ends with a newline), at most about
+                               `window` + `max_line` bytes;
+      ("long", offset, size)   one line longer than `max_line`, skipped without being held;
+      ("tail", offset, size)   bytes after the last newline: a line still being written.
+    """
+    window = max(int(window), 1)
+    max_line = max(int(max_line), 1)
+    f.seek(start)
+    pos = start              # file offset of the first byte not yet yielded
+    left = None if end is None else max(end - start, 0)
+    rest = b""               # the start of a line the last read cut
+
+    def read(n):
+        nonlocal left
+        if left is not None:
+            n = min(n, left)
+            if n <= 0:
+                return b""
+        data = f.read(n)
+        if left is not None:
+            left -= len(data)
+        return data
+
+    while True:
+        chunk = read(window)
+        if chunk and len(rest) + len(chunk) > max_line and b"\n" not in chunk:
+            size, rest, chunk = len(rest) + len(chunk), b"", None  # over the limit: no need to join them
+        else:
+            size = 0
+            data = rest + chunk if rest else chunk  # no copy for a file read in one go
+            nl = data.rfind(b"\n")
+            if nl >= 0:
+                block = data if nl + 1 == len(data) else data[:nl + 1]
+                rest = data[nl + 1:]
+                if len(block) > max_line:  # it may hold a line over the limit: that line is skipped wherever it falls
+                    yield from _split_long(pos, block, max_line)
+                else:
+                    yield ("lines", pos, block)
+                pos += nl + 1
+                del block
+            else:
+                rest = data
+            del data
+            if not chunk:
+                break
+        if len(rest) > max_line:
+            size, rest = len(rest), b""
+        if size:
+            while True:
+                step = read(SKIP_STEP)
+                if not step:
+                    yield ("tail", pos, size)
+                    return
+                i = step.find(b"\n")
+                if i >= 0:
+                    yield ("long", pos, size + i + 1)
+                    pos += size + i + 1
+                    rest = step[i + 1:]
+                    break
+                size += len(step)
+    if rest:
+        yield ("tail", pos, len(rest))
+
+
+def _split_long(pos: int, block: bytes, max_line: int):
+    """line_blocks' pieces for a block of whole lines that may hold lines over `max_line`."""
+    first = at = 0
+    while at < len(block):
+        nl = block.index(b"\n", at)
+        if nl + 1 - at > max_line:
+            if at > first:
+                yield ("lines", pos + first, block[first:at])
+            yield ("long", pos + at, nl + 1 - at)
+            first = nl + 1
+        at = nl + 1
+    if first < len(block):
+        yield ("lines", pos + first, block[first:])

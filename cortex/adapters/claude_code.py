@@ -13,9 +13,9 @@ import re
 
 from .. import sniff
 from .base import (
-    ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
-    THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
-    Adapter, Entry, ParseResult, PlanItem, SessionMeta,
+    ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, MAX_LINE_BYTES, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
+    THINKING, TOOL_CALL, TOOL_RESULT, USER, WINDOW_BYTES, WRITE,
+    Adapter, Entry, ParseResult, PlanItem, SessionMeta, line_blocks,
 )
 
 RESULT_TEXT_LIMIT = 4000
@@ -68,56 +68,73 @@ class ClaudeCodeAdapter(Adapter):
 
     # ---------------------------------------------------------------- parse
 
-    def parse(self, path: str, cursor: int = 0) -> ParseResult:
+    def windows(self, path: str, cursor: int = 0, window: int = WINDOW_BYTES,
+                max_line: int = MAX_LINE_BYTES, max_document: int = 0):
         meta = SessionMeta(client=self.client)
         result = ParseResult(meta=meta, cursor=max(cursor, 0))
+        state = _State(result)
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             start = result.cursor
             if start > size:
                 _warn(result, f"cursor {start} is past the end of the file ({size} bytes); "
                               "the file was replaced, re-reading from the start")
-                start = 0
+                start = result.cursor = 0
             line_no = _count_newlines(f, start) if start else 0
             mid_line = False
             if start:
                 f.seek(start - 1)
                 mid_line = f.read(1) != b"\n"
-            f.seek(start)
-            data = f.read()
-
-        lines = data.split(b"\n")
-        tail = lines.pop()  # bytes after the last newline: a line still being written
-        if tail:
-            result.truncated = True
-        result.cursor = start + len(data) - len(tail)
-        if mid_line and lines:
-            # A cursor inside a line: drop the rest of that line rather than misread it.
-            _warn(result, f"cursor {start} is not at a line start; skipped to the next line")
-            lines[0] = b""
-
-        state = _State(result)
-        for raw in lines:
-            line_no += 1
-            if not raw or raw.isspace():
-                continue
-            try:
-                rec = json.loads(raw)
-            except (ValueError, RecursionError):
-                result.bad_lines += 1
-                continue
-            if not isinstance(rec, dict):
-                result.bad_lines += 1
-                continue
-            try:
-                state.record(rec, line_no)
-            except Exception as exc:  # malformed record of a known type: skip it, never raise
-                result.bad_lines += 1
-                _warn(result, f"L{line_no}: skipped ({type(exc).__name__}: {exc})")
-        state.finish()
-        if start and state.orphans:
-            _resolve_orphans(path, start, state)
-        return result
+            if mid_line:
+                # A cursor inside a line: drop the rest of that line rather than misread it.
+                _warn(result, f"cursor {start} is not at a line start; skipped to the next line")
+            yielded = None
+            for what, offset, data in line_blocks(f, start, None, window, max_line):
+                if what == "tail":  # bytes after the last newline: a line still being written
+                    result.truncated = True
+                    break
+                if what == "long":
+                    line_no += 1
+                    if not mid_line:
+                        result.bad_lines += 1
+                        _warn(result, f"L{line_no}: a line of {data} bytes, over the {max_line}-byte "
+                                      "line limit, skipped")
+                    mid_line = False
+                    result.cursor = offset + data
+                    continue
+                lines = data.split(b"\n")
+                lines.pop()
+                if mid_line:
+                    lines[0] = b""
+                    mid_line = False
+                for raw in lines:
+                    line_no += 1
+                    if not raw or raw.isspace():
+                        continue
+                    try:
+                        rec = json.loads(raw)
+                    except (ValueError, RecursionError):
+                        result.bad_lines += 1
+                        continue
+                    if not isinstance(rec, dict):
+                        result.bad_lines += 1
+                        continue
+                    try:
+                        state.record(rec, line_no)
+                    except Exception as exc:  # malformed record of a known type: skip it, never raise
+                        result.bad_lines += 1
+                        _warn(result, f"L{line_no}: skipped ({type(exc).__name__}: {exc})")
+                result.cursor = offset + len(data)
+                del lines, data
+                _finish_window(path, start, state)
+                yield result
+                yielded = result
+                result = ParseResult(meta=meta, cursor=result.cursor)
+                state.begin(result)
+        if yielded is None or result.cursor != yielded.cursor or result.bad_lines or result.truncated \
+                or result.warnings:
+            _finish_window(path, start, state)
+            yield result
 
     # ---------------------------------------------------------------- companions
 
@@ -150,17 +167,21 @@ class ClaudeCodeAdapter(Adapter):
 # -------------------------------------------------------------------- parsing state
 
 class _State:
-    """Everything one parse() call remembers between lines."""
+    """Everything one read remembers between lines (and windows)."""
 
     def __init__(self, result: ParseResult):
-        self.result = result
+        self.begin(result)
         self.meta = result.meta
-        self.out = result.entries
         self.calls = {}        # tool_use id -> TOOL_CALL entry, to label results
         self.seen_blocks = set()  # (message id, block identity): one message spans many lines
         self.uuids = set()
         self.custom_title = self.ai_title = None
         self.summaries = []       # (leafUuid, summary) in file order
+
+    def begin(self, result: ParseResult) -> None:
+        """Start a new window: its entries go to `result`."""
+        self.result = result
+        self.out = result.entries
         self.orphans = []         # indexes in `out` of results whose call was not seen
 
     def record(self, rec: dict, line_no: int) -> None:
@@ -392,18 +413,26 @@ def _user_text(rec: dict, text: str, ref, ts, side) -> list:
     return out
 
 
-def _resolve_orphans(path: str, start: int, state: _State) -> None:
-    """Label results whose tool call lies before the cursor (an incremental parse).
+def _finish_window(path: str, start: int, state: _State) -> None:
+    state.finish()
+    if start and state.orphans:
+        _resolve_orphans(path, start, state)
 
-    Looks the call up by its id in the bytes already consumed, newest first, and parses
-    only the line that holds it.
+
+def _resolve_orphans(path: str, start: int, state: _State) -> None:
+    """Label results whose tool call lies before the cursor (an incremental read).
+
+    Looks the calls up by their ids in the bytes already consumed, newest first, a bounded
+    step at a time, and parses only the lines that hold them.
     """
-    with open(path, "rb") as f:
-        prefix = f.read(start)
     out = state.out
+    wanted = {out[i].call_id for i in state.orphans if out[i].call_id and out[i].call_id not in state.calls}
+    if wanted:
+        with open(path, "rb") as f:
+            _find_calls(f, start, wanted, state)
     for i in state.orphans:
         entry = out[i]
-        call = state.calls.get(entry.call_id) or _find_call(prefix, entry.call_id, state)
+        call = state.calls.get(entry.call_id)
         if call is None:
             continue
         exit_code = entry.exit_code if call.action == SHELL else None
@@ -411,27 +440,82 @@ def _resolve_orphans(path: str, start: int, state: _State) -> None:
                                      files=call.files, exit_code=exit_code)
 
 
-def _find_call(prefix: bytes, call_id: str, state: _State):
-    needle = json.dumps(call_id).encode()
-    end = len(prefix)
-    for _ in range(100):  # other records (hook progress, results) mention the id too
-        pos = prefix.rfind(needle, 0, end)
-        if pos < 0:
+_FIND_STEP = 4 << 20
+_FIND_TRIES = 100  # other records (hook progress, results) mention an id too
+
+
+def _find_calls(f, end: int, wanted: set, state: _State) -> None:
+    """Walk bytes [0, end) backwards and record the tool calls whose ids are in `wanted`."""
+    needles = {json.dumps(cid).encode(): cid for cid in wanted}
+    tries = dict.fromkeys(wanted, 0)
+    overlap = max(len(n) for n in needles) - 1
+    lo = end
+    while lo > 0 and needles:
+        prev, hi = lo, min(end, lo + overlap)  # the overlap finds an id cut by the step's edge
+        lo = max(0, lo - _FIND_STEP)
+        f.seek(lo)
+        chunk = f.read(hi - lo)
+        hits = []
+        for needle, cid in needles.items():
+            pos = chunk.rfind(needle)
+            while pos >= 0:
+                if lo + pos < prev:  # not already seen in the previous step
+                    hits.append((lo + pos, cid))
+                pos = chunk.rfind(needle, 0, pos + len(needle) - 1)
+        for where, cid in sorted(hits, reverse=True):  # newest first
+            if cid not in tries or cid in state.calls:
+                continue
+            tries[cid] += 1
+            line = _line_at(f, where, end)
+            if line is not None:
+                _call_from_line(line, cid, state)
+            if cid in state.calls or tries[cid] >= _FIND_TRIES:
+                del tries[cid]
+                needles = {n: c for n, c in needles.items() if c != cid}
+
+
+def _line_at(f, where: int, end: int, limit: int = MAX_LINE_BYTES):
+    """The whole line holding byte `where` (reading at most `limit` bytes), or None."""
+    step = 1 << 16
+    first = where
+    while first > 0 and where - first < limit:
+        lo = max(0, first - step)
+        f.seek(lo)
+        back = f.read(first - lo)
+        nl = back.rfind(b"\n")
+        if nl >= 0:
+            first = lo + nl + 1
+            break
+        first = lo
+    else:
+        if first > 0:
             return None
-        end = pos
-        line_start = prefix.rfind(b"\n", 0, pos) + 1
-        line_end = prefix.find(b"\n", pos)
-        try:
-            rec = json.loads(prefix[line_start:line_end])
-            content = rec["message"]["content"] if rec.get("type") == "assistant" else None
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
-        for block in content if isinstance(content, list) else ():
-            if isinstance(block, dict) and block.get("id") == call_id and \
-                    block.get("type") in ("tool_use", "server_tool_use"):
-                state._tool_call(block, "", None, False, None)
-                return state.calls.get(call_id)
-    return None
+    f.seek(first)
+    parts, size = [], 0
+    while size <= limit:
+        data = f.read(min(step, max(end - first - size, 0)))
+        if not data:
+            break
+        nl = data.find(b"\n")
+        if nl >= 0:
+            parts.append(data[:nl])
+            return b"".join(parts)
+        parts.append(data)
+        size += len(data)
+    return b"".join(parts) if size <= limit else None
+
+
+def _call_from_line(line: bytes, call_id: str, state: _State) -> None:
+    try:
+        rec = json.loads(line)
+        content = rec["message"]["content"] if rec.get("type") == "assistant" else None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("id") == call_id and \
+                block.get("type") in ("tool_use", "server_tool_use"):
+            state._tool_call(block, "", None, False, None)
+            return
 
 
 def _call_text(name: str, args: dict) -> str:
@@ -510,7 +594,7 @@ def _head_info(path: str, max_lines: int = 20):
     try:
         with open(path, "rb") as f:
             for _ in range(max_lines):
-                raw = f.readline()
+                raw = f.readline(1 << 20)  # a longer line is not a head line worth reading
                 if not raw:
                     break
                 try:

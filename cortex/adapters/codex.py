@@ -23,7 +23,7 @@ from .. import sniff
 from .base import (
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
-    Adapter, Entry, ParseResult, PlanItem, SessionMeta,
+    Adapter, Entry, MAX_LINE_BYTES, ParseResult, PlanItem, SessionMeta, WINDOW_BYTES, line_blocks,
 )
 
 TEXT_LIMIT = 4000
@@ -92,7 +92,8 @@ class CodexAdapter(Adapter):
     def sniff(self, head: bytes, path: str) -> bool:
         return sniff.codex(head, path)
 
-    def parse(self, path: str, cursor: int = 0) -> ParseResult:
+    def windows(self, path: str, cursor: int = 0, window: int = WINDOW_BYTES,
+                max_line: int = MAX_LINE_BYTES, max_document: int = 0):
         state = _State()
         with open(path, "rb") as f:
             lineno = 0
@@ -101,23 +102,38 @@ class CodexAdapter(Adapter):
                 if cursor > size:
                     # Replaced or truncated under us: nothing here continues the old cursor.
                     state.warnings.append(f"cursor {cursor} is past the end of the file ({size} bytes)")
-                    return state.result(cursor, truncated=False)
-                lineno = state.prime(f, cursor)
-                f.seek(cursor)
-            data = f.read()
-
-        last_nl = data.rfind(b"\n")
-        body, tail = data[:last_nl + 1], data[last_nl + 1:]
-        lines = _split_lines(body)
-        lines.pop()  # the empty string after the final newline
-        for line in lines:
-            lineno += 1
-            if line is None:
-                state.bad_lines += 1
-            elif line and not _SKIP_LINE.search(line, 0, 160) and not line.isspace():
-                state.line(line, lineno)
-        truncated = bool(tail.strip())
-        return state.result(cursor + len(body), truncated)
+                    yield state.result(cursor, truncated=False)
+                    return
+                lineno = state.prime(f, cursor, window, max_line)
+            at, yielded = cursor, None
+            for what, offset, data in line_blocks(f, cursor, None, window, max_line):
+                if what == "tail":
+                    f.seek(offset)
+                    if data > 4096 or f.read(data).strip():
+                        state.truncated = True
+                    break
+                if what == "long":
+                    lineno += 1
+                    state.bad_lines += 1
+                    state.warn(f"L{lineno}: a line of {data} bytes, over the {max_line}-byte line limit, "
+                               "skipped")
+                    at = offset + data
+                    continue
+                lines = _split_lines(data)
+                lines.pop()  # the empty string after the final newline
+                for line in lines:
+                    lineno += 1
+                    if line is None:
+                        state.bad_lines += 1
+                    elif line and not _SKIP_LINE.search(line, 0, 160) and not line.isspace():
+                        state.line(line, lineno)
+                at = offset + len(data)
+                del lines, data
+                yielded = state.result(at, False)
+                yield yielded
+                state.next_window()
+            if yielded is None or at != yielded.cursor or state.bad_lines or state.truncated or state.warnings:
+                yield state.result(at, state.truncated)
 
 
 class _State:
@@ -132,31 +148,40 @@ class _State:
         self.exit_codes = {}     # call_id -> exit code reported before the call's output
         self.patch_failed = {}   # call_id -> True when patch_apply_end said it failed
         self.sidechain = False
+        self.truncated = False
 
     def result(self, cursor: int, truncated: bool) -> ParseResult:
         return ParseResult(meta=self.meta, entries=self.entries, cursor=cursor,
                            bad_lines=self.bad_lines, truncated=truncated,
                            warnings=self.warnings)
 
+    def next_window(self):
+        """The next window's entries, bad lines and notes start empty; the rest carries on."""
+        self.entries, self.bad_lines, self.warnings = [], 0, []
+
+    def warn(self, message: str):
+        if len(self.warnings) < 20:
+            self.warnings.append(message)
+
     # -- lines before the cursor ------------------------------------------------------
 
-    def prime(self, f, cursor: int) -> int:
+    def prime(self, f, cursor: int, window: int = WINDOW_BYTES, max_line: int = MAX_LINE_BYTES) -> int:
         """Count the lines before `cursor` and rebuild the state later lines depend on
         (session meta, last cwd, open tool calls), without emitting entries."""
         lines = 0
-        size = 0
-        for raw in f:
-            if size + len(raw) > cursor:
+        for what, _offset, data in line_blocks(f, 0, cursor, window, max_line):
+            if what == "tail":
                 # Not a cursor this adapter returned; the rest of this line will not parse.
                 self.warnings.append(f"cursor {cursor} is not at a line boundary")
                 break
-            size += len(raw)
-            lines += 1
-            head = raw[:200]
-            if any(m in head for m in _PRIME_MARKERS):
-                self._prime_line(raw, head)
-            if size == cursor:
-                break
+            if what == "long":
+                lines += 1
+                continue
+            for raw in data.split(b"\n")[:-1]:
+                lines += 1
+                head = raw[:200]
+                if any(m in head for m in _PRIME_MARKERS):
+                    self._prime_line(raw, head)
         return lines
 
     def _prime_line(self, raw: bytes, head: bytes):

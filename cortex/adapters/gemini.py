@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import ntpath
+import os
 import posixpath
 import re
 
@@ -17,7 +18,8 @@ from .. import sniff
 from .base import (
     ASSISTANT, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK, THINKING, TOOL_CALL,
     TOOL_RESULT, USER, WRITE,
-    Adapter, Entry, ParseResult, PlanItem, SessionMeta,
+    MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, WINDOW_BYTES,
+    Adapter, Entry, ParseResult, PlanItem, SessionMeta, TooLarge,
 )
 
 TEXT_LIMIT = 4000
@@ -52,9 +54,20 @@ class GeminiAdapter(Adapter):
     def sniff(self, head: bytes, path: str) -> bool:
         return sniff.gemini(head, path)
 
-    def parse(self, path: str, cursor: int = 0) -> ParseResult:
+    def windows(self, path: str, cursor: int = 0, window: int = WINDOW_BYTES,
+                max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES):
         with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if max_document and size > max_document:
+                raise TooLarge(
+                    "Gemini chat file %s is %d MiB, over normalize.max_document_bytes (%d MiB); it is one JSON "
+                    "document and cannot be read in parts. Raise the limit in config.yaml if the machine has "
+                    "the memory (about 4x the file), then `cortex inbox retry`"
+                    % (path, size >> 20, max_document >> 20))
             data = f.read()
+        yield self._parse_document(data, cursor)
+
+    def _parse_document(self, data: bytes, cursor: int) -> ParseResult:
         meta = SessionMeta(client="gemini")
         try:
             doc = json.loads(data)
