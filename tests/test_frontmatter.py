@@ -74,6 +74,19 @@ def test_plain_allowed_is_pyyaml_s_analysis():
         assert frontmatter._plain_allowed(s) == (a.allow_flow_plain, a.allow_block_plain), s
 
 
+def test_printable_is_what_pyyaml_writes_as_it_is():
+    emitter = yaml.emitter.Emitter(None, allow_unicode=True)
+    for cp in range(0x10000):
+        s = "a%sb" % chr(cp)
+        a = emitter.analyze_scalar(s)
+        assert frontmatter._printable(s) == (a.allow_single_quoted and not a.multiline), hex(cp)
+    for s in ("\U0001F600", "a\U00010000", "\U0010fffd"):  # the C emitter escapes these: left to PyYAML
+        assert not frontmatter._printable(s)
+    for s in ("2026-01-02T03:04:05Z", "2026-01-02T03:04:05.678Z", "2026-01-02T03:04:05.Z", "2026-1-02T03:04:05Z",
+              "2026-01-02T03:04:05+01:00", "2026-01-02 03:04:05Z", "\u0662026-01-02T03:04:05Z"):
+        assert frontmatter._iso_time(s) <= (not frontmatter.resolves_to_str(s)), s
+
+
 # -- whole records --------------------------------------------------------------------------------------------
 
 def _demo_records(tmp_path):
