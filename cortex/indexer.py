@@ -266,7 +266,8 @@ def _fast_res():
         import re
         # a plain scalar as records.dump may write one: no indicator first, printable, single inner spaces, no
         # character that ends a plain scalar in a flow collection (, [ ] { }) or starts a comment or a key
-        odd = r"\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff"
+        # (fast_parse refuses the other odd characters first: see _odd_chars)
+        odd = r"\x00-\x1f\x7f-\x9f"
         first = r"[^\s\-?:,\[\]{}#&*!|>'\"%@`" + odd + "]"
         rest = r"[^\s,\[\]{}#:'\"" + odd + "]"
         plain = r"%s%s*(?: %s+)*" % (first, rest, rest)
@@ -426,10 +427,33 @@ def _unfold(lines: list):
             out.append(line)
             continue
         rest = line.lstrip(" ")
-        if not out or line[:2] != "  " or not rest or out[-1][-1:] in (" ", ":", ""):
+        if not out or line[:2] != "  " or rest[:1] in ("", "\t") or out[-1][-1:] in ("", " ", "\t", ":"):
             return None
         out[-1] = out[-1] + " " + rest
     return out
+
+
+_CONTROL = None
+
+
+def _odd_chars(s: str) -> bool:
+    """Whether s holds a character YAML reads otherwise than as itself inside a quoted scalar, or refuses: a
+    control character but tab and line feed, a line or paragraph separator, a byte-order mark, U+FFFE,
+    U+FFFF, a surrogate.  (Checked here once per file: in the patterns' character classes the characters
+    above U+00FF would make compiling them take 6 ms instead of 1.)"""
+    global _CONTROL
+    if _CONTROL is None:
+        import re
+        _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    if _CONTROL.search(s):
+        return True
+    if s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return any(c in s for c in "\u2028\u2029\ufeff\ufffe\uffff")
 
 
 def fast_parse(text: str):
@@ -442,9 +466,12 @@ def fast_parse(text: str):
     end = text.find("\n---\n", 3)
     if end < 0:
         return None
+    head = text[4:end]
+    if _odd_chars(head):
+        return None
     r = _fast_res()
     front = {}
-    lines = text[4:end].split("\n")
+    lines = head.split("\n")
     if "\n " in text[3:end]:
         lines = _unfold(lines)
         if lines is None:

@@ -274,6 +274,8 @@ _FOLDED = [
     "k:\n  - b", "k: a\n\n  b", "k: a\n  \n  b", "k: a\n  b\n  c", "k: a\nj: b\n  c",
     "p:\n- {a: b,\n  c: d}", "p:\n- {a: 'b\n    c', d: e}", "p:\n- {a: b\n    c, d: e}", "p:\n- [a,\n  b]",
     " k: a", "k: 1\n  2", "k: true\n  x", "k: [1,\n  2.5, null, true]", "k: a\n\t b", "k: a\n  \tb",
+    "k: 'a\n  \tb'", "k: 'a\t\n  b'", "k: 'a\tb'", "k: 'a\x85b'", "k: 'a\u2028b'", "k: 'a\x01b'", "k: 'a\ufeffb'",
+    "k: a\u2028b", "k: 'a\x7fb'", "k: '\xe9\u65e5'", "k: \xe9\u65e5", "k: ['\ud800']",
 ]
 
 
