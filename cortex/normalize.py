@@ -304,10 +304,11 @@ class Run:
             totals["bad_lines"] += res.bad_lines
             totals["windows"] += 1
             truncated, warnings = res.truncated, res.warnings
+            if warnings:  # an exception's message may quote the transcript: redacted like a record
+                self.log.info("transcript_notes", transcript=ctx.transcript,
+                              notes=[clean(w)[0][:300] for w in warnings[:5]])
             res = cands = None  # let the window go before the next is read
             res = next(parts, None)
-            if warnings:
-                self.log.info("transcript_notes", transcript=ctx.transcript, notes=warnings[:5])
         for comp in adapter.companions(src):
             ckey = os.path.realpath(comp)
             ccur = self.cursors.get(ckey) or {}
