@@ -2,8 +2,8 @@
 
 `emit(front)` returns the text PyYAML writes for `yaml.dump(front, Dumper=CSafeDumper, sort_keys=False,
 allow_unicode=True, width=1000, default_flow_style=None)` -- the call `records.dump` makes -- or None
-when it cannot be sure, and `records.dump` then asks PyYAML.  Importing PyYAML costs 10-15 ms, which
-was most of what a recall's use spent writing its records.
+when it cannot be sure, and `records.dump` then asks PyYAML.  Importing PyYAML costs 15-25 ms, most
+of what a recall's use spent writing its records (docs/benchmarks.md).
 
 It is PyYAML's own emitter, cut down to what records hold:
 
