@@ -101,7 +101,10 @@ def stemmer_mismatch(home) -> str:
     return ""
 
 
-def update_index(home, cfg, changed_ids, touched_scopes):
+def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
+    """Refresh the rows of these records and re-rank these scopes.  scrub (after a hard delete): checkpoint
+    the WAL into the file and truncate it, since while another process holds the index open SQLite keeps
+    the WAL, and its older frames still hold the deleted text."""
     from .textproc import tokenize
     idx = Index(home.index_db)
     try:
@@ -119,6 +122,14 @@ def update_index(home, cfg, changed_ids, touched_scopes):
         for scope_id in sorted(touched_scopes):
             refresh_candidates(idx, cfg, scope_id, changed_ids, now)
         idx.commit()
+        if scrub:
+            idx.con.execute("PRAGMA busy_timeout=2000")  # a reader's queries take milliseconds; never hang on one
+            busy = idx.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if busy:  # a reader is mid-query: the next writer's checkpoint overwrites the frames
+                from .log import get_logger
+                get_logger(home, component="index").warning(
+                    "wal_not_truncated", error="a reader held the index while records were deleted; the next "
+                    "write's checkpoint overwrites the old frames, or run `cortex reindex` to rewrite the index")
     finally:
         idx.close()
 

@@ -118,12 +118,13 @@ def locked(home, wait: float = 10.0):
         lock.__exit__(None, None, None)
 
 
-def reindex_records(home, cfg, ids, scopes) -> None:
-    """Refresh the index rows of these records (deleted files lose their rows) and re-rank their scopes."""
+def reindex_records(home, cfg, ids, scopes, scrub: bool = False) -> None:
+    """Refresh the index rows of these records (deleted files lose their rows) and re-rank their scopes;
+    scrub after a hard delete (see indexer.update_index)."""
     if not ids and not scopes:
         return
     from .indexer import update_index
-    update_index(home, cfg, set(ids), set(scopes))
+    update_index(home, cfg, set(ids), set(scopes), scrub=scrub)
 
 
 # -- finding records ----------------------------------------------------------------------------
@@ -565,7 +566,7 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
                         pass
                 for rid in unlink(home, deleted):
                     ids.add(rid)
-            reindex_records(home, load_config(home, cfg), ids, scopes)
+            reindex_records(home, load_config(home, cfg), ids, scopes, scrub=bool(deleted))
     return out
 
 

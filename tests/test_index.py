@@ -284,6 +284,63 @@ def test_forget_hard_leaves_no_trace_of_the_text_in_the_index_file(home, tmp_pat
     assert marker not in raw_bytes(home.index_db)
 
 
+def test_forget_hard_scrubs_the_wal_while_another_process_holds_the_index_open(home, tmp_path):
+    """A session-start or `--watch` run may hold the index open while `forget --hard` runs: SQLite then keeps
+    the WAL (no last-close checkpoint), whose older frames still hold the record's text.  forget --hard
+    checkpoints and truncates it, so neither file holds the text even before the other connection closes."""
+    from cortex import manage
+    marker = b"zorblaxquuxmarker"
+    home.ensure()
+    cwd = str(tmp_path / "proj")
+    made = manage.remember(home, "The Zorblaxquuxmarker cache is flushed before each migration", cwd=cwd)
+    rid = made["record"]["id"]
+    other = sqlite3.connect(home.index_db)  # open, idle: holds the WAL
+    other.execute("SELECT count(*) FROM records").fetchone()
+    try:
+        for text in ("We chose SQLite over Postgres because it needs no server", "Exports need the UTF-8 BOM"):
+            manage.remember(home, text, cwd=cwd)
+
+        def raw() -> bytes:  # as they are on disk now, without checkpointing first
+            data = b""
+            for p in (home.index_db, home.index_db + "-wal"):
+                if os.path.exists(p):
+                    with open(p, "rb") as f:
+                        data += f.read()
+            return data.lower()
+
+        assert marker in raw()
+        manage.forget(home, [manage.load(home, rid)], hard=True)
+        assert marker not in raw()
+        assert other.execute("SELECT count(*) FROM records WHERE id=?", (rid,)).fetchone()[0] == 0
+    finally:
+        other.close()
+
+
+def test_forget_hard_with_a_reader_mid_query_deletes_and_logs_that_the_wal_was_not_truncated(home, tmp_path):
+    """A reader inside a read transaction blocks the truncation: the delete still lands, forget returns within
+    the short busy timeout instead of the writers' 10 s, and the log says what happened and what to do."""
+    import json
+    import time
+    from cortex import manage
+    home.ensure()
+    made = manage.remember(home, "The Zorblaxquuxmarker cache is flushed before each migration", cwd=str(tmp_path))
+    reader = sqlite3.connect(home.index_db)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM records").fetchone()  # a read transaction stays open
+    try:
+        t0 = time.monotonic()
+        res = manage.forget(home, [manage.load(home, made["record"]["id"])], hard=True)
+        took = time.monotonic() - t0
+    finally:
+        reader.close()
+    assert [r["action"] for r in res] == ["deleted"] and took < 8
+    lines = [json.loads(x) for x in open(home.log_file, encoding="utf-8")]
+    warned = [x for x in lines if x.get("event") == "wal_not_truncated"]
+    assert warned and "cortex reindex" in warned[0]["error"]
+    con = sqlite3.connect(home.index_db)
+    assert con.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+
+
 def test_index_file_is_private(corpus_home):
     assert (os.stat(corpus_home.index_db).st_mode & 0o777) == 0o600
 
