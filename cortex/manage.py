@@ -487,7 +487,8 @@ def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
                 cursors[cursor_tombstone_key(t)] = {"offset": _read_to(t, offset), "reset_at": now_iso()}
         if not dry_run and transcripts:
             from .fsutil import atomic_write_text
-            atomic_write_text(home.cursors, json.dumps(cursors, indent=1, sort_keys=True))
+            from .normalize import cursors_text
+            atomic_write_text(home.cursors, cursors_text(cursors))
     return counts
 
 

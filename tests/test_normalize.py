@@ -594,3 +594,36 @@ def test_an_invalid_config_stops_the_run_before_any_event_is_touched(home, tmp_p
     Path(home.config_yaml).write_text("session_start:\n  max_records: 12\n")
     assert run_bin("cortex-normalize", home=home).returncode == 0
     assert len(events_in(home, "done")) == 1 and all_records(home)
+
+
+def test_cursors_file_holds_one_transcript_per_line_and_reads_back_as_written(home, tmp_path):
+    """state/cursors.json: valid JSON that json.load reads back exactly (keys with spaces, quotes,
+    backslashes, non-ASCII; nested state), one line per transcript so grep finds a transcript's cursor."""
+    from hypothesis import given, settings, strategies as st
+    leaf = st.one_of(st.integers(), st.text(max_size=12), st.booleans(), st.none())
+    state = st.recursive(leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+                         max_leaves=8)
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.dictionaries(st.text(min_size=1, max_size=40), st.dictionaries(st.text(max_size=8), state, max_size=4),
+                           max_size=6))
+    def roundtrip(cursors):
+        text = norm.cursors_text(cursors)
+        assert json.loads(text) == cursors
+        assert len(text.splitlines()) == (len(cursors) + 2 if cursors else 1)
+
+    roundtrip()
+    src = copy_fixture("cc-2.1.4", tmp_path / "client")
+    paths = []
+    for name in ("with space.jsonl", "ünï \"q\".jsonl"):
+        dest = tmp_path / "my projects" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(src, dest)
+        paths.append(str(dest))
+        feed(home, dest, session_id=name)
+    norm.run(home)
+    lines = open(home.cursors, encoding="utf-8").read().splitlines()
+    assert set(json.load(open(home.cursors, encoding="utf-8"))) >= set(paths)
+    for p in paths:
+        mine = [x for x in lines if x.startswith(json.dumps(p) + ": ")]
+        assert len(mine) == 1 and json.loads(mine[0].split(": ", 1)[1].rstrip(","))["offset"] == os.path.getsize(p)
