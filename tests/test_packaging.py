@@ -38,3 +38,17 @@ def test_schemas_are_installed():
     shipped = data_files()["share/cortex/schemas"]
     for name in os.listdir(os.path.join(ROOT, "schemas")):
         assert "schemas/" + name in shipped
+
+
+def test_python_dash_m_cortex_runs_the_cortex_command(tmp_path):
+    """`python -m cortex` is the `cortex` command: a real command against a fresh home, its output and code."""
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, CORTEX_HOME=str(tmp_path / "home with space"), PYTHONPATH=repo, NO_COLOR="1")
+    ok = subprocess.run([sys.executable, "-m", "cortex", "status", "--json"], env=env, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    import json
+    assert json.loads(ok.stdout)["home"] == str(tmp_path / "home with space")
+    bad = subprocess.run([sys.executable, "-m", "cortex", "show", "zzzz"], env=env, capture_output=True, text=True)
+    assert bad.returncode != 0 and bad.stderr.strip() and "Traceback" not in bad.stderr
