@@ -35,6 +35,7 @@ CRASH_RUNS = env_int("CORTEX_CRASH_RUNS", 20)
 # several clients, small and large transcripts (2.6 MB), subagent files, a Gemini JSON document
 CRASH_FIXTURES = ("cc-1.0.108", "cc-2.0.64", "cc-2.0.76", "cc-2.1.4", "codex-0.125", "codex-0.104-small", "gemini")
 EVENTS_PER_SESSION = 4
+SMALL_WINDOW = 65536
 
 
 def _template(base: Path):
@@ -103,12 +104,20 @@ def campaign(tmp_path_factory):
 
     rng = random.Random(SEED)
     plan = [("random", rng.uniform(0.0, clean_s)) for _ in range(CRASH_RUNS)]
+    # half of the random kills (seeded apart from the delays) run with 64 KiB windows, so they also land
+    # between the windows of one transcript (the 2.6 MB one is read in 40 of them); a run in windows
+    # writes what one read writes, so they are compared with the same clean run
+    small = random.Random(SEED + 1)
+    windowed = {i for i in range(len(plan)) if small.random() < 0.5}
     # plus kills aimed at the moments that matter: right after the first record file, the first index
     # commit, the first event moved to done/
     plan += [("first record", None), ("first index", None), ("first done", None)]
     runs = []
     for i, (mode, delay) in enumerate(plan):
         h = make_home(base / ("k%03d" % i))
+        if i in windowed:
+            os.makedirs(h.root, exist_ok=True)
+            Path(h.config_yaml).write_text("normalize:\n  window_bytes: %d\n" % SMALL_WINDOW)
         copy_events(tpl, h)
         p = subprocess.Popen(script("cortex-normalize", "--quiet"), stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_for(h))
@@ -135,7 +144,7 @@ def campaign(tmp_path_factory):
         stats = norm.run(h)  # rerun to completion
         got = _outcome(h)
         runs.append({
-            "i": i, "mode": mode, "delay": round(delay, 3), "killed": rc == -signal.SIGKILL, "rc": rc,
+            "i": i, "mode": mode, "delay": round(delay, 3), "window": SMALL_WINDOW if i in windowed else None, "killed": rc == -signal.SIGKILL, "rc": rc,
             "phase": ("before claim" if not (at_kill["claimed"] or at_kill["done"] or at_kill["failed"])
                       else "after the run" if rc == 0 else "mid-run"),
             "done_at_kill": len(at_kill["done"]), "records_at_kill": n_files, "half_written": half_written,
@@ -159,6 +168,8 @@ def test_crash_campaign_kills_land_across_the_run(campaign):
     report("crash: normalizer SIGKILL campaign", random_kills=len(runs), aimed_kills=len(aimed), seed=SEED,
            clean_run_s=round(campaign["clean_s"], 2), events=len(campaign["good"]) + len(campaign["bad"]),
            sessions=len(CRASH_FIXTURES), killed_while_running=sum(r["killed"] for r in runs), **phases,
+           small_window_kills=sum(1 for r in runs if r["window"]),
+           small_window_mid_run=sum(1 for r in runs if r["window"] and r["phase"] == "mid-run"),
            aimed_delays_s=[r["delay"] for r in aimed], records=len(campaign["reference"]["records"]),
            stray_tmp_files_left=sum(r["stray_tmp"] for r in campaign["runs"]))
     assert all(r["killed"] for r in aimed), "an aimed kill came after the run had ended"
