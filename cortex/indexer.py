@@ -134,134 +134,13 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
         idx.close()
 
 
-# -- fast schema check ---------------------------------------------------------------------------
+# -- schema check ---------------------------------------------------------------------------------
 
-class _Unsupported(Exception):
-    pass
-
-
-_IGNORED = {"description", "title", "$schema", "$id", "$comment", "default", "examples"}
-_TYPE_EXPR = {"string": "isinstance({v}, str)",
-              "number": "(isinstance({v}, (int, float)) and not isinstance({v}, bool))",
-              "integer": "type({v}) is int",
-              "boolean": "isinstance({v}, bool)",
-              "null": "{v} is None",
-              "object": "isinstance({v}, dict)",
-              "array": "isinstance({v}, list)"}
-_MISSING = object()
-
-
-def _compile(schema: dict):
-    """A function value -> bool for the subset of JSON Schema the record schema uses (type, enum, pattern,
-    minLength, minimum, maximum, required, properties, additionalProperties, items, minItems), generated
-    as straight-line Python.  It is *sound*: True only when jsonschema would find no error (it is stricter
-    where that is simpler: an "integer" must be an int).  When it says False the caller asks jsonschema,
-    so results never differ.  Any other keyword raises _Unsupported (and jsonschema does all the work)."""
-    import re
-    consts = {"_MISSING": _MISSING}
-    lines = ["def check(v0):"]
-    depth = [0]
-
-    def const(value):
-        name = "_C%d" % len(consts)
-        consts[name] = value
-        return name
-
-    def gen(sch, v, ind):
-        pad = " " * ind
-        if not isinstance(sch, dict):
-            raise _Unsupported(repr(sch))
-        for key, val in sch.items():
-            if key in _IGNORED or key in ("properties", "additionalProperties"):
-                continue
-            if key == "type":
-                names = val if isinstance(val, list) else [val]
-                try:
-                    cond = " or ".join(_TYPE_EXPR[n].format(v=v) for n in names)
-                except (KeyError, TypeError):
-                    raise _Unsupported("type %r" % (val,))
-                lines.append("%sif not (%s): return False" % (pad, cond))
-            elif key == "enum":
-                if not all(isinstance(e, str) for e in val):
-                    raise _Unsupported(key)
-                lines.append("%sif not (isinstance(%s, str) and %s in %s): return False" % (pad, v, v,
-                                                                                          const(frozenset(val))))
-            elif key == "pattern":
-                lines.append("%sif isinstance(%s, str) and %s.search(%s) is None: return False"
-                             % (pad, v, const(re.compile(val)), v))
-            elif key == "minLength":
-                lines.append("%sif isinstance(%s, str) and len(%s) < %d: return False" % (pad, v, v, int(val)))
-            elif key in ("minimum", "maximum"):
-                lines.append("%sif %s and %s %s %s: return False" % (pad, _TYPE_EXPR["number"].format(v=v), v,
-                                                                  "<" if key == "minimum" else ">", const(val)))
-            elif key == "minItems":
-                lines.append("%sif isinstance(%s, list) and len(%s) < %d: return False" % (pad, v, v, int(val)))
-            elif key == "required":
-                lines.append("%sif isinstance(%s, dict) and not (%s): return False"
-                             % (pad, v, " and ".join("%r in %s" % (k, v) for k in val) or "True"))
-            elif key == "items":
-                depth[0] += 1
-                x = "v%d" % depth[0]
-                lines.append("%sif isinstance(%s, list):" % (pad, v))
-                lines.append("%s    for %s in %s:" % (pad, x, v))
-                n = len(lines)
-                gen(val, x, ind + 8)
-                if len(lines) == n:
-                    lines.append("%s        pass" % pad)
-            else:
-                raise _Unsupported(key)
-        props = sch.get("properties") or {}
-        extra = sch.get("additionalProperties", True)
-        if props or extra is not True:
-            lines.append("%sif isinstance(%s, dict):" % (pad, v))
-            n0 = len(lines)
-            for name, sub in props.items():
-                depth[0] += 1
-                x = "v%d" % depth[0]
-                lines.append("%s    %s = %s.get(%r, _MISSING)" % (pad, x, v, name))
-                lines.append("%s    if %s is not _MISSING:" % (pad, x))
-                n = len(lines)
-                gen(sub, x, ind + 8)
-                if len(lines) == n:
-                    lines.append("%s        pass" % pad)
-            if extra is False:
-                lines.append("%s    if any(k not in %s for k in %s): return False" % (pad, const(frozenset(props)), v))
-            elif extra is not True:
-                depth[0] += 1
-                k, x = "k%d" % depth[0], "v%d" % depth[0]
-                lines.append("%s    for %s, %s in %s.items():" % (pad, k, x, v))
-                lines.append("%s        if %s in %s: continue" % (pad, k, const(frozenset(props))))
-                gen(extra, x, ind + 8)
-            if len(lines) == n0:
-                lines.append("%s    pass" % pad)
-
-    gen(schema, "v0", 4)
-    lines.append("    return True")
-    ns = dict(consts)
-    exec(compile("\n".join(lines), "<record schema check>", "exec"), ns)
-    return ns["check"]
-
-
-_FAST_CHECKS = {}
-
-
-def fast_check(name: str):
-    """The compiled sound check of schemas/<name>.schema.json, or None if it uses keywords it does not handle."""
-    if name not in _FAST_CHECKS:
-        from .schemas import schema_dir
-        try:
-            with open(os.path.join(schema_dir(), name + ".schema.json"), encoding="utf-8") as f:
-                _FAST_CHECKS[name] = _compile(json.load(f))
-        except (_Unsupported, OSError, ValueError, KeyError):
-            _FAST_CHECKS[name] = None
-    return _FAST_CHECKS[name]
+from .schemas import fast_check  # noqa: E402  (tests and callers find it here too)
 
 
 def record_problems(rec) -> list:
-    """schemas.validate("record", rec), answered without jsonschema when the fast check passes."""
-    check = fast_check("record")
-    if check is not None and check(rec):
-        return []
+    """schemas.validate("record", rec): answered without jsonschema when the fast check passes."""
     from .schemas import validate
     return validate("record", rec)
 

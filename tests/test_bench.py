@@ -190,7 +190,7 @@ _FIELDS = ["id", "scope", "scope_id", "project", "type", "text", "confidence", "
 @given(changes=st.dictionaries(st.sampled_from(_FIELDS), _any, max_size=3),
        drop=st.lists(st.sampled_from(_FIELDS), max_size=2))
 def test_fast_schema_check_never_accepts_what_jsonschema_rejects(changes, drop):
-    from cortex.schemas import validate
+    from cortex.schemas import jsonschema_problems as validate  # jsonschema alone: the reference
     at = "2026-01-02T03:04:05Z"
     rec = {"id": "r0123456789abcdef", "scope": "L0", "scope_id": "proj-1", "project": "proj-1", "type": "plan",
            "status": "active", "confidence": 0.5, "salience": 0.5, "pinned": False, "priority": 0, "created": at,
