@@ -6,6 +6,7 @@ import time
 
 from . import records as records_mod
 from .index import POSTINGS_DDL, Index, activation_times, has_postings_dl
+from .schemas import validate  # answers valid records without importing jsonschema
 
 
 def _row_view(rec: dict) -> dict:
@@ -132,17 +133,6 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
                     "write's checkpoint overwrites the old frames, or run `cortex reindex` to rewrite the index")
     finally:
         idx.close()
-
-
-# -- schema check ---------------------------------------------------------------------------------
-
-from .schemas import fast_check  # noqa: E402  (tests and callers find it here too)
-
-
-def record_problems(rec) -> list:
-    """schemas.validate("record", rec): answered without jsonschema when the fast check passes."""
-    from .schemas import validate
-    return validate("record", rec)
 
 
 # -- fast record reading -----------------------------------------------------------------------------
@@ -465,7 +455,7 @@ def _stage_chunk(job) -> list:
     for path in paths:
         try:
             rec = read_record(path)
-            problems = record_problems(rec)
+            problems = validate("record", rec)
             if problems:
                 raise records_mod.RecordError("%s: %s" % (path, problems[0]))
             if os.path.splitext(os.path.basename(path))[0] != rec["id"]:

@@ -264,8 +264,8 @@ class RecordStore:
 
     def write(self, rec: dict):
         if self.validate:
-            from .indexer import record_problems  # the schema, checked without importing jsonschema when valid
-            problems = record_problems(rec)
+            from .schemas import validate  # answers a valid record without importing jsonschema
+            problems = validate("record", rec)
             if problems:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         atomic_write_text(record_path(self.root, rec), dump(rec))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import bench, indexer, locomo, records
+from cortex import bench, indexer, locomo, records, schemas
 from cortex.home import Home
 from cortex.index import bm25_scores, index_text
 from cortex.textproc import tokenize
@@ -173,7 +173,7 @@ def test_read_record_reads_and_fails_like_records_read(tmp_path):
 # -- the schema check is sound ------------------------------------------------------------------------------
 
 def test_fast_schema_check_is_compiled_for_the_record_schema():
-    assert indexer.fast_check("record") is not None, "record.schema.json uses a keyword the fast check lacks"
+    assert schemas.fast_check("record") is not None, "record.schema.json uses a keyword the fast check lacks"
 
 
 _any = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
@@ -197,13 +197,13 @@ def test_fast_schema_check_never_accepts_what_jsonschema_rejects(changes, drop):
            "updated": at, "seen": [at], "used": [], "tokens": 3, "branch": None, "files": ["a.py"],
            "plan": [{"text": "x", "status": "pending"}],
            "provenance": [{"client": "c", "session": "s", "layer": "tag", "at": at}], "text": "x"}
-    assert indexer.fast_check("record")(rec) and validate("record", rec) == []
+    assert schemas.fast_check("record")(rec) and validate("record", rec) == []
     rec.update(changes)
     for k in drop:
         rec.pop(k, None)
-    if indexer.fast_check("record")(rec):
+    if schemas.fast_check("record")(rec):
         assert validate("record", rec) == []
-    assert indexer.record_problems(rec) == validate("record", rec)
+    assert schemas.validate("record", rec) == validate("record", rec)
 
 
 # -- the rebuild: parallel == serial, duplicates and broken files as before -----------------------------------
