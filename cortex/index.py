@@ -161,6 +161,14 @@ class Index:
     def close(self):
         self.con.close()
 
+    def truncate_wal(self) -> bool:
+        """Checkpoint the WAL into the file and empty it, so the text of deleted rows is left in neither
+        (while another process holds the index open SQLite keeps the WAL, and its older frames hold the
+        old pages).  False when a reader mid-query blocked it: the last process to close the index then
+        does it.  Waits at most 2 s for readers, whose queries take milliseconds."""
+        self.con.execute("PRAGMA busy_timeout=2000")
+        return self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+
     def _remove(self, rec_id: str, postings: bool = True):
         if postings:
             cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))

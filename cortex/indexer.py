@@ -103,9 +103,8 @@ def stemmer_mismatch(home) -> str:
 
 
 def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
-    """Refresh the rows of these records and re-rank these scopes.  scrub (after a hard delete): checkpoint
-    the WAL into the file and truncate it, since while another process holds the index open SQLite keeps
-    the WAL, and its older frames still hold the deleted text."""
+    """Refresh the rows of these records and re-rank these scopes; scrub after a hard delete
+    (Index.truncate_wal)."""
     from .textproc import tokenize
     idx = Index(home.index_db)
     try:
@@ -123,14 +122,12 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
         for scope_id in sorted(touched_scopes):
             refresh_candidates(idx, cfg, scope_id, changed_ids, now)
         idx.commit()
-        if scrub:
-            idx.con.execute("PRAGMA busy_timeout=2000")  # a reader's queries take milliseconds; never hang on one
-            busy = idx.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-            if busy:  # a reader is mid-query: the next writer's checkpoint overwrites the frames
-                from .log import get_logger
-                get_logger(home, component="index").warning(
-                    "wal_not_truncated", error="a reader held the index while records were deleted; the next "
-                    "write's checkpoint overwrites the old frames, or run `cortex reindex` to rewrite the index")
+        if scrub and not idx.truncate_wal():
+            from .log import get_logger
+            get_logger(home, component="index").warning(
+                "wal_not_truncated", error="a reader held the index while records were deleted, so their text "
+                "stays in index/cortex.sqlite-wal until the last process using the index exits; run "
+                "`cortex reindex` then to empty it")
     finally:
         idx.close()
 
@@ -629,6 +626,9 @@ def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         idx.commit()
         for name in names:
             con.execute("DETACH DATABASE %s" % name)
+        # the rebuild deleted every old row: its WAL (the size of the index) holds their text; and
+        # `wal_not_truncated` above sends people here
+        idx.truncate_wal()
     except BaseException:
         if idx is not None:
             try:

@@ -65,6 +65,14 @@ _EXACT_TYPES = {"string", "number", "boolean", "null", "object", "array"}
 _MISSING = object()
 
 
+def _type_test(v: str, val, exact: bool = False) -> str:
+    """The test that v has one of these JSON types; exact: only types whose test is exactly JSON Schema's."""
+    names = val if isinstance(val, list) else [val]
+    if not names or not all(isinstance(n, str) and n in (_EXACT_TYPES if exact else _TYPE_EXPR) for n in names):
+        raise _Unsupported("type %r" % (val,))
+    return "(%s)" % " or ".join(_TYPE_EXPR[n].format(v=v) for n in names)
+
+
 def _value_test(v: str, values) -> str:
     """An exact test that v is one of these JSON values (strings, booleans, null: compared by type too,
     since True == 1 in Python and not in JSON)."""
@@ -96,10 +104,7 @@ def _exact(sch, v: str) -> str:
         elif key == "enum":
             conds.append(_value_test(v, list(val)))
         elif key == "type":
-            names = val if isinstance(val, list) else [val]
-            if not all(n in _EXACT_TYPES for n in names):
-                raise _Unsupported("type %r in a condition" % (val,))
-            conds.append("(%s)" % " or ".join(_TYPE_EXPR[n].format(v=v) for n in names))
+            conds.append(_type_test(v, val, exact=True))
         elif key == "properties":
             for name, sub in val.items():
                 item = "%s[%r]" % (v, name)
@@ -146,12 +151,7 @@ def _compile(schema: dict):
             if key in _IGNORED or key in ("properties", "additionalProperties", "then", "else"):
                 continue
             if key == "type":
-                names = val if isinstance(val, list) else [val]
-                try:
-                    cond = " or ".join(_TYPE_EXPR[n].format(v=v) for n in names)
-                except (KeyError, TypeError):
-                    raise _Unsupported("type %r" % (val,))
-                lines.append("%sif not (%s): return False" % (pad, cond))
+                lines.append("%sif not %s: return False" % (pad, _type_test(v, val)))
             elif key in ("enum", "const"):
                 lines.append("%sif not %s: return False" % (pad, _value_test(v, list(val) if key == "enum"
                                                                                else [val])))
@@ -187,12 +187,12 @@ def _compile(schema: dict):
                 # fail on their type, so exactly one passes
                 seen = set()
                 for i, sub in enumerate(val):
-                    names = sub.get("type") if isinstance(sub, dict) else None
-                    names = [names] if isinstance(names, str) else names
-                    if not names or not set(names) <= _EXACT_TYPES or seen & set(names):
-                        raise _Unsupported("oneOf whose branches are not of different exact types")
-                    seen |= set(names)
-                    cond = " or ".join(_TYPE_EXPR[n].format(v=v) for n in names)
+                    types = sub.get("type") if isinstance(sub, dict) else None
+                    cond = _type_test(v, types, exact=True)
+                    names = set([types] if isinstance(types, str) else types)
+                    if seen & names:
+                        raise _Unsupported("oneOf whose branches share a type")
+                    seen |= names
                     lines.append("%s%s %s:" % (pad, "if" if i == 0 else "elif", cond))
                     block(sub, v, ind + 4)
                 lines.append("%selse: return False" % pad)

@@ -172,10 +172,6 @@ def test_read_record_reads_and_fails_like_records_read(tmp_path):
 
 # -- the schema check is sound ------------------------------------------------------------------------------
 
-def test_fast_schema_check_is_compiled_for_the_record_schema():
-    assert schemas.fast_check("record") is not None, "record.schema.json uses a keyword the fast check lacks"
-
-
 _any = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
                               st.text(max_size=5), st.sampled_from(["L0", "active", "pending", "keyword",
                                                                     "r0123456789abcdef", "proj-1"])),

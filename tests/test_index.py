@@ -300,45 +300,53 @@ def test_forget_hard_scrubs_the_wal_while_another_process_holds_the_index_open(h
         for text in ("We chose SQLite over Postgres because it needs no server", "Exports need the UTF-8 BOM"):
             manage.remember(home, text, cwd=cwd)
 
-        def raw() -> bytes:  # as they are on disk now, without checkpointing first
-            data = b""
-            for p in (home.index_db, home.index_db + "-wal"):
-                if os.path.exists(p):
-                    with open(p, "rb") as f:
-                        data += f.read()
-            return data.lower()
-
-        assert marker in raw()
+        assert marker in _raw_index_bytes(home.index_db)
         manage.forget(home, [manage.load(home, rid)], hard=True)
-        assert marker not in raw()
+        assert marker not in _raw_index_bytes(home.index_db)
         assert other.execute("SELECT count(*) FROM records WHERE id=?", (rid,)).fetchone()[0] == 0
     finally:
         other.close()
 
 
-def test_forget_hard_with_a_reader_mid_query_deletes_and_logs_that_the_wal_was_not_truncated(home, tmp_path):
-    """A reader inside a read transaction blocks the truncation: the delete still lands, forget returns within
-    the short busy timeout instead of the writers' 10 s, and the log says what happened and what to do."""
+def test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reindex_empties_the_wal(home, tmp_path):
+    """A reader inside a read transaction blocks the truncation: the delete still lands, the log says what
+    happened and what to do, and doing it (`cortex reindex`) empties the WAL, even while another process
+    still holds the index open."""
     import json
-    import time
-    from cortex import manage
+    from cortex import config, indexer, manage
     home.ensure()
-    made = manage.remember(home, "The Zorblaxquuxmarker cache is flushed before each migration", cwd=str(tmp_path))
-    reader = sqlite3.connect(home.index_db)
-    reader.execute("BEGIN")
-    reader.execute("SELECT count(*) FROM records").fetchone()  # a read transaction stays open
+    manage.remember(home, "We chose SQLite over Postgres because it needs no server", cwd=str(tmp_path))
+    holder = sqlite3.connect(home.index_db)  # open and idle for the whole test: SQLite keeps the WAL
+    holder.execute("SELECT count(*) FROM records").fetchone()
     try:
-        t0 = time.monotonic()
-        res = manage.forget(home, [manage.load(home, made["record"]["id"])], hard=True)
-        took = time.monotonic() - t0
+        made = manage.remember(home, "The Zorblaxquuxmarker cache is flushed before each migration", cwd=str(tmp_path))
+        reader = sqlite3.connect(home.index_db)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()  # a read transaction stays open
+        try:
+            res = manage.forget(home, [manage.load(home, made["record"]["id"])], hard=True)
+        finally:
+            reader.close()
+        assert [r["action"] for r in res] == ["deleted"]
+        assert holder.execute("SELECT count(*) FROM records WHERE id=?", (made["record"]["id"],)).fetchone()[0] == 0
+        lines = [json.loads(x) for x in open(home.log_file, encoding="utf-8")]
+        warned = [x for x in lines if x.get("event") == "wal_not_truncated"]
+        assert warned and "cortex reindex" in warned[0]["error"]
+        assert b"zorblaxquuxmarker" in _raw_index_bytes(home.index_db)  # what the warning is about
+        indexer.reindex(home, config.load(home, fast=False))
+        assert b"zorblaxquuxmarker" not in _raw_index_bytes(home.index_db)
     finally:
-        reader.close()
-    assert [r["action"] for r in res] == ["deleted"] and took < 8
-    lines = [json.loads(x) for x in open(home.log_file, encoding="utf-8")]
-    warned = [x for x in lines if x.get("event") == "wal_not_truncated"]
-    assert warned and "cortex reindex" in warned[0]["error"]
-    con = sqlite3.connect(home.index_db)
-    assert con.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+        holder.close()
+
+
+def _raw_index_bytes(db) -> bytes:
+    """The index file and its WAL as they are on disk, without checkpointing first, lower-cased."""
+    data = b""
+    for p in (db, db + "-wal"):
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                data += f.read()
+    return data.lower()
 
 
 def test_index_file_is_private(corpus_home):

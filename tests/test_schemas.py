@@ -94,3 +94,20 @@ def test_a_normalizer_run_with_an_event_does_not_import_jsonschema(tmp_path):
     assert out.returncode == 0, out.stderr
     imported, sessions, _keys = json.loads(out.stdout.strip().splitlines()[-1])
     assert sessions == 1 and imported is False
+
+
+def test_constructs_the_check_cannot_decide_exactly_turn_it_off():
+    """Where an exact answer is needed (the condition of an if, which branch of a oneOf), a check that is
+    only sound would be wrong, so such schemas are left to jsonschema."""
+    import pytest
+    for schema in ({"if": {"type": "integer"}, "then": {"required": ["a"]}},   # 1.0 is an integer in JSON Schema
+                   {"if": {"minimum": 3}, "then": {"required": ["a"]}},
+                   {"oneOf": [{"type": "string"}, {"type": ["string", "null"]}]},
+                   {"oneOf": [{"type": "object"}, {"required": ["a"]}]},
+                   {"enum": [1, "a"]}, {"anyOf": [{"type": "string"}]}):
+        with pytest.raises(schemas._Unsupported):
+            schemas._compile(schema)
+    check = schemas._compile({"if": {"properties": {"p": {"const": True}}}, "then": {"required": ["raw"]},
+                              "else": {"required": ["payload"]}})
+    assert check({"p": True, "raw": 1}) and not check({"p": True}) and not check({"p": 1})
+    assert check({"p": 1, "payload": 0}) and check({"payload": 0, "raw": 0})  # no p: the if holds

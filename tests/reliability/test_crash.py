@@ -144,7 +144,8 @@ def campaign(tmp_path_factory):
         stats = norm.run(h)  # rerun to completion
         got = _outcome(h)
         runs.append({
-            "i": i, "mode": mode, "delay": round(delay, 3), "window": SMALL_WINDOW if i in windowed else None, "killed": rc == -signal.SIGKILL, "rc": rc,
+            "i": i, "mode": mode, "delay": round(delay, 3), "window": SMALL_WINDOW if i in windowed else None,
+            "killed": rc == -signal.SIGKILL, "rc": rc,
             "phase": ("before claim" if not (at_kill["claimed"] or at_kill["done"] or at_kill["failed"])
                       else "after the run" if rc == 0 else "mid-run"),
             "done_at_kill": len(at_kill["done"]), "records_at_kill": n_files, "half_written": half_written,
