@@ -251,16 +251,11 @@ def test_forget_hard_leaves_no_trace_of_the_text_in_the_index_file(home, tmp_pat
     monkeypatch.setattr(sqlite3, "connect", off_by_default)
     marker = b"zorblaxquuxmarker"
 
-    def raw_bytes(db) -> bytes:
+    def raw_bytes(db) -> bytes:  # after a checkpoint, so free pages of the file are what is compared
         con = real_connect(db)
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         con.close()
-        data = b""
-        for p in (db, db + "-wal"):
-            if os.path.exists(p):
-                with open(p, "rb") as f:
-                    data += f.read()
-        return data.lower()
+        return _raw_index_bytes(db)
 
     probe = str(tmp_path / "probe.sqlite")
     con = sqlite3.connect(probe)
