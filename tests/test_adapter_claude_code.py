@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cortex.adapters.base import (
+from cortex.ingest.adapters.base import (
     ASSISTANT, COMPACT_SUMMARY, ENTRY_KINDS, INJECTED, PLAN, PLAN_STATUSES, THINKING,
     TOOL_CALL, TOOL_RESULT, USER, PlanItem,
 )
-from cortex.adapters.claude_code import ClaudeCodeAdapter
+from cortex.ingest.adapters.claude_code import ClaudeCodeAdapter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 CC = FIXTURES / "claude-code"

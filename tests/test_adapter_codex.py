@@ -14,11 +14,11 @@ from dataclasses import replace
 
 import pytest
 
-from cortex.adapters.base import (
+from cortex.ingest.adapters.base import (
     ASSISTANT, COMPACT_SUMMARY, EDIT, ENTRY_KINDS, INJECTED, OTHER, PLAN, PLAN_STATUSES,
     READ, SEARCH, SHELL, TASK, THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
 )
-from cortex.adapters.codex import CodexAdapter
+from cortex.ingest.adapters.codex import CodexAdapter
 
 HERE = os.path.dirname(__file__)
 TRANSCRIPTS = os.path.join(HERE, "fixtures", "transcripts")

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from cortex.adapters.base import (
+from cortex.ingest.adapters.base import (
     ASSISTANT, ENTRY_KINDS, INJECTED, OTHER, PLAN, PLAN_STATUSES, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
 )
-from cortex.adapters.gemini import GeminiAdapter
+from cortex.ingest.adapters.gemini import GeminiAdapter
 
 HERE = os.path.dirname(__file__)
 TRANSCRIPTS = os.path.join(HERE, "fixtures", "transcripts")

@@ -16,10 +16,14 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import bench, indexer, locomo, records, schemas
-from cortex.home import Home
-from cortex.index import bm25_scores, index_text
-from cortex.textproc import tokenize
+from cortex.bench import run as bench, locomo
+
+from cortex.store import indexer, records
+
+from cortex.core import schemas
+from cortex.core.home import Home
+from cortex.store.index import bm25_scores, index_text
+from cortex.store.terms import tokenize
 
 from cortex_testkit import REPO, db_rows
 
@@ -74,7 +78,7 @@ def test_build_home_makes_distinct_valid_records(tmp_path):
     paths = list(records.iter_paths(os.path.join(info["home"], "records")))
     recs = [records.read(p) for p in paths]
     assert len({r["text"] for r in recs}) == 300
-    from cortex.schemas import validate
+    from cortex.core.schemas import validate
     assert all(validate("record", r) == [] for r in recs)
     assert {r["scope"] for r in recs} == {"L0", "L1"}
 
@@ -91,7 +95,8 @@ def test_dump_fast_writes_exactly_what_records_dump_writes():
 
 def _real_records(tmp_path):
     """Records made from every bundled real transcript by the whole loop (plans, files, file states...)."""
-    from cortex import capture, normalize
+    from cortex.capture import hook as capture
+    from cortex.ingest import run as normalize
     home = Home(str(tmp_path / "real-home")).ensure()
     sessions, _ = bench.replay_sessions(str(tmp_path / "client"), 1)
     for client, path, sid, cwd in sessions:
@@ -186,7 +191,7 @@ _FIELDS = ["id", "scope", "scope_id", "project", "type", "text", "confidence", "
 @given(changes=st.dictionaries(st.sampled_from(_FIELDS), _any, max_size=3),
        drop=st.lists(st.sampled_from(_FIELDS), max_size=2))
 def test_fast_schema_check_never_accepts_what_jsonschema_rejects(changes, drop):
-    from cortex.schemas import jsonschema_problems as validate  # jsonschema alone: the reference
+    from cortex.core.schemas import jsonschema_problems as validate  # jsonschema alone: the reference
     at = "2026-01-02T03:04:05Z"
     rec = {"id": "r0123456789abcdef", "scope": "L0", "scope_id": "proj-1", "project": "proj-1", "type": "plan",
            "status": "active", "confidence": 0.5, "salience": 0.5, "pinned": False, "priority": 0, "created": at,
@@ -214,7 +219,7 @@ def _tables(db):
 
 
 def test_parallel_reindex_builds_the_same_index_as_one_process(tmp_path, monkeypatch):
-    from cortex import config
+    from cortex.core import config
     monkeypatch.setattr(indexer, "REINDEX_CHUNK", 40)
     info = _home_with(tmp_path, 400)
     home = Home(info["home"])
@@ -236,7 +241,7 @@ def test_parallel_reindex_builds_the_same_index_as_one_process(tmp_path, monkeyp
     rows = {r[0]: r for r in db_rows(home.index_db, "records")}
     assert rows[twin["id"]][2] == "zzz-other"  # the later path (L1 after L0) won, as upsert would
     # and the same as the old one-record-at-a-time path builds
-    from cortex.index import Index
+    from cortex.store.index import Index
     idx = Index(home.index_db)
     try:
         for t in ("records", "postings", "terms", "sessions", "candidates", "meta"):
@@ -258,8 +263,8 @@ def test_parallel_reindex_builds_the_same_index_as_one_process(tmp_path, monkeyp
 
 
 def test_incremental_candidates_equal_a_full_ranking(tmp_path, monkeypatch):
-    from cortex import config
-    from cortex.index import Index
+    from cortex.core import config
+    from cortex.store.index import Index
     info = _home_with(tmp_path, 300)
     home = Home(info["home"])
     cfg = json.loads(json.dumps(config.load(home, fast=False)))
@@ -422,7 +427,7 @@ def test_reading_a_bench_record_does_not_import_yaml(tmp_path):
            "provenance": [{"client": "cli", "session": None, "transcript": None, "ref": None, "layer": "manual",
                            "at": "2026-01-01T00:00:00Z"}], "tokens": 9, "priority": 0, "used": ["2026-01-02T00:00:00Z"]}
     path.write_text(records.dump(rec))
-    code = ("import sys; from cortex.indexer import read_record; r = read_record(%r); "
+    code = ("import sys; from cortex.store.indexer import read_record; r = read_record(%r); "
             "print(r == %r, 'yaml' in sys.modules)" % (str(path), records.parse(records.dump(rec))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False"]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cortex_testkit import BIN, HEAVY_MODULES, REPO, TRANSCRIPTS, clean_env, copy_fixture, events_in, names, normalize, run_bin
-from cortex.home import Home
-from cortex.schemas import validate
+from cortex.core.home import Home
+from cortex.core.schemas import validate
 
 HOOKS = [("cortex-stop", "stop"), ("cortex-pre-compact", "pre_compact")]
 
@@ -234,7 +234,8 @@ def test_json_files_that_are_no_client_s_transcript_are_not_linked(home, tmp_pat
 
 @pytest.mark.parametrize("name", sorted(TRANSCRIPTS))
 def test_every_real_transcript_is_linked_and_sniffed_as_its_own_client(home, tmp_path, name):
-    from cortex import adapters, sniff
+    from cortex.ingest import adapters
+    from cortex.clients import sniff
     path = copy_fixture(name, tmp_path / "client")
     proc = run_bin("cortex-stop", timeout=20, home=home,
                    stdin=json.dumps({"session_id": "s1", "transcript_path": str(path)}).encode())
@@ -345,14 +346,14 @@ def _modules_after(code: str, home, stdin: bytes) -> set:
 @pytest.mark.parametrize("kind", ["stop", "pre_compact"])
 def test_capture_imports_only_the_standard_library(home, transcript, kind):
     baseline = _modules_after("import sys, json; sys.stderr.write(json.dumps(sorted(sys.modules)))", home, b"")
-    code = ("import sys, json; sys.path.insert(0, %r); from cortex import capture; capture.capture(%r, []); "
+    code = ("import sys, json; sys.path.insert(0, %r); from cortex.capture import hook as capture; capture.capture(%r, []); "
             "sys.stderr.write(json.dumps(sorted(sys.modules)))" % (str(REPO), kind))
     mods = _modules_after(code, home, json.dumps({"session_id": "s", "transcript_path": str(transcript)}).encode())
     assert len(names(home, "pending")) == 1
     extra = mods - baseline
     assert {m.split(".")[0] for m in extra} <= set(sys.stdlib_module_names) | {"cortex"}, sorted(extra)
-    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.fsutil", "cortex.home",
-                                                              "cortex.sniff"}
+    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.core", "cortex.clients", "cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home",
+                                                              "cortex.clients.sniff"}
     assert not [m for m in mods if m.split(".")[0] in HEAVY_MODULES]
 
 
@@ -362,5 +363,5 @@ def test_capture_script_imports_nothing_heavy(home, transcript):
     assert proc.returncode == 0 and proc.stdout == b""
     imported = {l.rsplit("|", 1)[1].strip() for l in proc.stderr.decode().splitlines()
                 if l.startswith("import time:") and "|" in l}
-    assert "cortex.capture" in imported
+    assert "cortex.capture.hook" in imported
     assert not [m for m in imported if m.split(".")[0] in HEAVY_MODULES]

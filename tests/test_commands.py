@@ -1,4 +1,4 @@
-"""The people-facing commands (cortex.commands), run through the CLI entry point on a home built from the
+"""The people-facing commands (cortex.cli.commands), run through the CLI entry point on a home built from the
 real fixture transcripts: each transcript goes through a stop event (capture.build_event + write_event)
 and a normalizer run, exactly as in use.
 
@@ -22,15 +22,17 @@ REPO = os.path.dirname(HERE)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from cortex import rank, records, session_start  # noqa: E402
-from cortex.cli import main  # noqa: E402
-from cortex.home import Home  # noqa: E402
+from cortex.brief import rank, session_start
+
+from cortex.store import records
+from cortex.cli.main import main  # noqa: E402
+from cortex.core.home import Home  # noqa: E402
 
 TRANSCRIPTS = os.path.join(HERE, "fixtures", "transcripts")
 CODEMIE = "codex-0.125.0-tui-apply-patch"      # a codex session with an open plan about a compaction threshold
 REPO_SESSION = "cc-2.0.76-compact-boundary"     # a claude-code session with decisions and a rejected approach
 DEMO = "cc-1.0.98-init-todowrite"               # its project has finished plans only
-# The normalizer archives and prunes records by age (cortex.consolidate.lifecycle).  The template is
+# The normalizer archives and prunes records by age (cortex.curate.consolidate.lifecycle).  The template is
 # built as of a day after the newest fixture session, so what the transcripts produced is all there;
 # the commands themselves then run at the real time, as they would for a person.
 BUILT_AT = 1778544000.0  # 2026-05-12T00:00:00Z
@@ -49,7 +51,8 @@ def _sessions():
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
     """A home fed every Claude Code and Codex fixture through stop events and one normalizer run."""
-    from cortex import adapters, capture, normalize
+    from cortex.ingest import adapters, run as normalize
+    from cortex.capture import hook as capture
     base = tmp_path_factory.mktemp("cmd-template")
     info = {"base": str(base), "cwd": {}, "session": {}}
     with pytest.MonkeyPatch.context() as mp:
@@ -120,7 +123,7 @@ def recs_of(home, scope_id, rtype=None):
 
 
 def project_id(cwd):
-    from cortex import scope
+    from cortex.model import scope
     return scope.project_for(cwd)["id"]
 
 
@@ -157,7 +160,7 @@ def test_recall_word_from_a_plan_returns_that_plan_first(env, capsys):
 
 
 def test_recall_is_a_use_and_raises_activation(env, capsys):
-    from cortex import config
+    from cortex.core import config
     home = env["home"]
     cwd = env["cwd"][CODEMIE]
     (plan, path), = recs_of(home, project_id(cwd), "plan")
@@ -228,7 +231,7 @@ def test_recall_errors_are_one_line(env, capsys):
 
 
 def test_recall_over_10000_records(tmp_path, monkeypatch, capsys):
-    from cortex import bench
+    from cortex.bench import run as bench
     root = str(tmp_path / "big")
     proj = tmp_path / "proj"
     proj.mkdir()
@@ -333,7 +336,7 @@ def test_forget_archives_then_recall_all_restores(env, capsys):
 
 
 def test_forget_hard_removes_file_and_index_rows(env, capsys):
-    from cortex import manage
+    from cortex.ops import manage
     cwd, rec, path = _rejected(env)
     friend = cli_json(capsys, "remember", "Record types stay in the JSONL header", "--cwd", cwd)[1]["record"]
     manage.update(env["home"], friend["id"], lambda r: r.update(related=[rec["id"]]) or True)
@@ -380,7 +383,7 @@ def test_forget_query_matching_several_needs_yes(env, capsys):
 
 def test_forget_asks_on_a_terminal(env, capsys, monkeypatch):
     import io
-    from cortex import commands
+    from cortex.cli import commands
     cwd = env["cwd"][REPO_SESSION]
     made = [cli_json(capsys, "remember", t, "--cwd", cwd)[1]["record"]
             for t in ("The quokka job retries twice", "The quokka job logs to stderr")]
@@ -508,7 +511,7 @@ def test_edit_never_leaves_an_invalid_record(env, capsys, monkeypatch):
 
 
 def test_edit_again_after_an_invalid_edit(env, tmp_path):
-    from cortex import manage
+    from cortex.ops import manage
     cwd, rec, path = _rejected(env)
     script = tmp_path / "twice.py"
     script.write_text(
@@ -533,7 +536,7 @@ def test_edit_again_after_an_invalid_edit(env, tmp_path):
 # -- why -----------------------------------------------------------------------------------------
 
 def test_why_explains_the_block(env, capsys):
-    from cortex import config
+    from cortex.core import config
     cwd = env["cwd"][REPO_SESSION]
     text, details = block(env, cwd)
     rc, why, _ = cli_json(capsys, "why", "--cwd", cwd)
@@ -550,7 +553,7 @@ def test_why_explains_the_block(env, capsys):
 
 
 def test_why_lists_records_left_out_with_reasons(env, capsys, monkeypatch):
-    from cortex.index import connect
+    from cortex.store.index import connect
     cwd = env["cwd"][REPO_SESSION]
     weak = cli_json(capsys, "remember", "--type", "gotcha", "The kiwi parser trims trailing tabs", "--cwd", cwd)[1]
     gone = cli_json(capsys, "remember", "--type", "gotcha", "The kiwi lexer folds case", "--cwd", cwd)[1]
@@ -623,7 +626,8 @@ def test_import_checks_every_line_before_writing(env, capsys, tmp_path, monkeypa
 # -- inbox ---------------------------------------------------------------------------------------
 
 def _failed_event(home):
-    from cortex import capture, normalize
+    from cortex.capture import hook as capture
+    from cortex.ingest import run as normalize
     capture.write_event(home, capture.build_event("stop", b"this is not json", "claude-code", home))
     stats = normalize.run(home)
     assert stats["failed"] == 1
@@ -704,7 +708,7 @@ def test_doctor_failed_event_exits_1_and_says_how_to_fix(env, capsys, monkeypatc
     rc, out, _ = cli(capsys, "doctor")
     assert rc == 1 and "FAIL" in out and "fix: " in out and "1 problem" in out
     cli(capsys, "inbox", "retry")
-    from cortex import normalize
+    from cortex.ingest import run as normalize
     normalize.run(env["home"])  # fails again (the payload is still not JSON): doctor keeps saying so
     assert cli_json(capsys, "doctor")[0] == 1
 
@@ -712,7 +716,7 @@ def test_doctor_failed_event_exits_1_and_says_how_to_fix(env, capsys, monkeypatc
 def test_doctor_finds_stale_pending_index_and_broken_records(env, capsys, monkeypatch):
     _healthy_machine(env, monkeypatch)
     home = env["home"]
-    from cortex import capture
+    from cortex.capture import hook as capture
     path = capture.write_event(home, capture.build_event("stop", b"{}", "claude-code", home))
     old = time.time() - 2 * 3600
     os.utime(path, (old, old))
@@ -787,8 +791,8 @@ def test_unreadable_home_is_one_line(env, capsys, monkeypatch, tmp_path):
 
 
 def test_changes_wait_for_a_running_normalizer(env):
-    from cortex import manage
-    from cortex.normalize import RunLock
+    from cortex.ops import manage
+    from cortex.ingest.run import RunLock
     with RunLock(env["home"].lock):
         with pytest.raises(manage.CortexError) as e:
             with manage.locked(env["home"], wait=0.3):
@@ -800,8 +804,7 @@ def test_changes_wait_for_a_running_normalizer(env):
 
 
 def test_colour_only_on_a_terminal_without_no_color(monkeypatch):
-    from cortex import commands
-
+    from cortex.cli import commands
     class Tty:
         def isatty(self):
             return True

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cortex_testkit import clean_env, have_adapter, run_bin
+from cortex_testkit import clean_env, run_bin
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,6 @@ def test_demo_exits_0_and_prints_blocks_with_real_content(demo_run):
     assert m and m.group(1) == m.group(2) and int(m.group(3)) > 0 and m.group(4) == "0"
 
 
-@pytest.mark.skipif(not have_adapter("codex"), reason="no Codex adapter")
 def test_demo_shows_an_open_plan_item(demo_run):
     out = demo_run[0].stdout.decode()
     # the last update_plan of the Codex 0.125 session: two steps done, verification in progress

@@ -10,9 +10,11 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import bench, frontmatter, indexer, records
-from cortex.home import Home
-from cortex.reality import file_state
+from cortex.bench import run as bench
+
+from cortex.store import frontmatter, indexer, records
+from cortex.core.home import Home
+from cortex.model.freshness import file_state
 
 from cortex_testkit import REPO, clean_env
 
@@ -91,7 +93,8 @@ def test_printable_is_what_pyyaml_writes_as_it_is():
 
 def _demo_records(tmp_path):
     """Every record the whole loop makes from the bundled real transcripts (plans, files, file states...)."""
-    from cortex import capture, normalize
+    from cortex.capture import hook as capture
+    from cortex.ingest import run as normalize
     home = Home(str(tmp_path / "real-home")).ensure()
     sessions, _ = bench.replay_sessions(str(tmp_path / "client"), 1)
     for client, path, sid, cwd in sessions:
@@ -131,7 +134,7 @@ def test_bench_records_are_written_as_pyyaml_writes_them():
 
 def test_a_use_writes_records_without_importing_yaml(tmp_path):
     """`cortex recall` counts a use by writing the record: the front matter goes out without PyYAML."""
-    code = ("import sys, random; from cortex import bench, records\n"
+    code = ("import sys, random; from cortex.bench import run as bench\nfrom cortex.store import records\n"
             "rec = bench.bench_record(random.Random(2), 1, 'p-1', 'personal', 1.7e9)\n"
             "rec['used'] = ['2026-01-02T03:04:05.678Z'] * 50\n"
             "rec['file_state'] = {'/src/app.py': {'size': 10, 'mtime': 1700000000, 'sha256': 'ab' * 32}}\n"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rank_bm25 import BM25Okapi
 
-from cortex import index as index_mod, records
-from cortex.index import bm25_scores, index_text
-from cortex.textproc import tokenize
-from cortex_testkit import (TRANSCRIPTS, all_records, append_turns, copy_fixture, db_rows, drop_event, have_adapter,
+from cortex.store import index as index_mod, records
+from cortex.store.index import bm25_scores, index_text
+from cortex.store.terms import tokenize
+from cortex_testkit import (TRANSCRIPTS, all_records, append_turns, copy_fixture, db_rows, drop_event,
                       hook_payload, make_home, normalize, run_bin, tree_bytes)
 
 TABLES = ("records", "postings", "terms", "sessions")
@@ -27,10 +27,7 @@ def build_corpus_home(base: Path):
     h = make_home(base / "home")
     client = base / "client"
     batches = [["cc-1.0.98", "cc-2.0.64", "cc-2.1.4"], ["cc-2.0.76", "cc-2.1.39"]]
-    if have_adapter("codex"):
-        batches.append(["codex-0.125", "codex-0.77", "codex-0.104-compacted"])
-    if have_adapter("gemini"):
-        batches[-1].append("gemini")
+    batches.append(["codex-0.125", "codex-0.77", "codex-0.104-compacted", "gemini"])
     for batch in batches:
         for name in batch:
             client_name = TRANSCRIPTS[name][2]
@@ -240,7 +237,7 @@ def test_forget_hard_leaves_no_trace_of_the_text_in_the_index_file(home, tmp_pat
     """secure_delete: a deleted record's text is overwritten in the SQLite file (and its WAL), not left in
     free space, also where SQLite is built with secure_delete off by default (emulated here: the probe
     shows such a connection leaves the text of a deleted row in the file)."""
-    from cortex import manage
+    from cortex.ops import manage
     real_connect = sqlite3.connect
 
     def off_by_default(*args, **kwargs):
@@ -283,7 +280,7 @@ def test_forget_hard_scrubs_the_wal_while_another_process_holds_the_index_open(h
     """A session-start or `--watch` run may hold the index open while `forget --hard` runs: SQLite then keeps
     the WAL (no last-close checkpoint), whose older frames still hold the record's text.  forget --hard
     checkpoints and truncates it, so neither file holds the text even before the other connection closes."""
-    from cortex import manage
+    from cortex.ops import manage
     marker = b"zorblaxquuxmarker"
     home.ensure()
     cwd = str(tmp_path / "proj")
@@ -308,7 +305,9 @@ def test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reinde
     happened and what to do, and doing it (`cortex reindex`) empties the WAL, even while another process
     still holds the index open."""
     import json
-    from cortex import config, indexer, manage
+    from cortex.core import config
+    from cortex.store import indexer
+    from cortex.ops import manage
     home.ensure()
     manage.remember(home, "We chose SQLite over Postgres because it needs no server", cwd=str(tmp_path))
     holder = sqlite3.connect(home.index_db)  # open and idle for the whole test: SQLite keeps the WAL

@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from cortex import install  # noqa: E402
-from cortex.cli import main as cli_main  # noqa: E402
+from cortex.install import hooks as install
+from cortex.cli.main import main as cli_main  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -418,6 +418,6 @@ def test_json_report(proj):
 
 
 def test_schedule_is_registered_through_install():
-    from cortex.cli import build_parser
+    from cortex.cli.main import build_parser
     args = build_parser().parse_args(["schedule", "install", "--dry-run"])
     assert args.schedule_action == "install" and args.dry_run

@@ -10,10 +10,14 @@ import time
 
 import pytest
 
-from cortex import capture, normalize, session_start
-from cortex.consolidate import effective_confidence, lifecycle, rejected_subject, settings, switch_subject
-from cortex.home import Home
-from cortex.records import RecordStore, iter_paths, read
+from cortex.capture import hook as capture
+
+from cortex.ingest import run as normalize
+
+from cortex.brief import session_start
+from cortex.curate.consolidate import effective_confidence, lifecycle, rejected_subject, settings, switch_subject
+from cortex.core.home import Home
+from cortex.store.records import RecordStore, iter_paths, read
 
 T0 = time.time() - 3 * 86400
 
@@ -153,14 +157,15 @@ def test_a_record_whose_file_was_deleted_is_dropped_and_a_changed_file_is_noted(
     normalize.run(home)
     # a fix-like record naming a file: build one directly through the normalizer's rules
     store = RecordStore(home.records)
-    from cortex.reality import file_state
+    from cortex.model.freshness import file_state
     prov = {"client": "test", "session": "s1", "transcript": None, "ref": "L1", "layer": "manual", "at": iso(T0)}
     for name, text in (("gone.py", "gone.py needs the lazy import to start fast"),
                        ("kept.py", "kept.py holds the retry limits for the uploader")):
         store.upsert({"scope": "L0", "scope_id": _project_id(project), "project": None, "type": "learned",
                       "text": text, "confidence": 0.9, "salience": 0.5, "files": [name],
                       "file_state": file_state([name], project), "provenance": prov})
-    from cortex import config, indexer
+    from cortex.core import config
+    from cortex.store import indexer
     indexer.reindex(home, config.load(home, fast=False))
     os.unlink(os.path.join(project, "gone.py"))
     with open(os.path.join(project, "kept.py"), "w") as f:
@@ -172,7 +177,7 @@ def test_a_record_whose_file_was_deleted_is_dropped_and_a_changed_file_is_noted(
 
 
 def _project_id(path):
-    from cortex.scope import project_for
+    from cortex.model.scope import project_for
     return project_for(path)["id"]
 
 
@@ -213,7 +218,7 @@ def test_rerunning_the_normalizer_five_times_leaves_the_record_count_unchanged(e
 def test_decay_by_type_and_archive_after_the_documented_time(env):
     home, project, root = env
     cfg = json.load(open(home.config_json)) if os.path.exists(home.config_json) else None
-    from cortex import config
+    from cortex.core import config
     cfg = cfg or config.load(home, fast=False)
     mem = settings(cfg)
     now = time.time()
@@ -250,7 +255,8 @@ def test_decay_by_type_and_archive_after_the_documented_time(env):
     assert all(st == "active" for i, (st, _) in status.items() if i != old_id)
     # a dry run shows what would change and changes nothing
     store.update(old_id, lambda r: r.update(status="active", archived_at=None) or True)
-    from cortex import config as config_mod, indexer
+    from cortex.core import config as config_mod
+    from cortex.store import indexer
     indexer.update_index(home, config_mod.load(home, fast=False), {old_id}, set())
     planned = lifecycle(home, store, cfg, now=now, dry_run=True)
     assert [(i, a) for i, a, _ in planned] == [(old_id, "archive")]

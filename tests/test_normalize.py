@@ -12,18 +12,20 @@ from pathlib import Path
 
 import pytest
 
-import cortex.indexer
-from cortex import inbox, normalize as norm, records as records_mod, scope
-from cortex.records import RecordStore
-from cortex.schemas import validate
+import cortex.store.indexer
+from cortex.inbox import maildir as inbox
+from cortex.ingest import run as norm
+from cortex.store import records as records_mod
+from cortex.model import scope
+from cortex.store.records import RecordStore
+from cortex.core.schemas import validate
 from cortex_testkit import (CLAUDE_FIXTURES, CODEX_FIXTURES, TRANSCRIPTS, all_records, copy_fixture, db_rows,
-                            drop_event, events_in, feed, fixture_source, have_adapter, hook_payload, make_home, names,
+                            drop_event, events_in, feed, fixture_source, hook_payload, make_home, names,
                             normalize, popen_bin, records_by_id, run_bin, tree_bytes)
 
 # upstream replaced every free text of these with "[REDACTED_MESSAGE len=N sha=...]": nothing is worth keeping
 REDACTED_FIXTURES = {"codex-0.104-small", "codex-0.104-compacted"}
-ALL_FIXTURES = ([n for n in CLAUDE_FIXTURES] + [n for n in CODEX_FIXTURES if have_adapter("codex")]
-                + (["gemini"] if have_adapter("gemini") else []))
+ALL_FIXTURES = list(CLAUDE_FIXTURES) + list(CODEX_FIXTURES) + ["gemini"]
 
 
 def md_files(home) -> dict:
@@ -156,7 +158,6 @@ def test_compaction_summary_keeps_current_work(home, tmp_path):
     assert "check existing metrics implementation for error handling" in summary["text"]
 
 
-@pytest.mark.skipif(not have_adapter("codex"), reason="no Codex adapter")
 def test_codex_compaction_and_plan(home, tmp_path):
     feed(home, "codex-0.104-compacted", dest=tmp_path / "client")  # its summary was redacted upstream
     feed(home, "codex-0.125", dest=tmp_path / "client")
@@ -200,8 +201,7 @@ def test_two_sessions_in_one_batch_are_both_read(home, tmp_path):
 # --------------------------------------------------------------------------- cursor, idempotence, determinism
 
 CURSOR_CASES = [("cc-1.0.98", "lines"), ("cc-1.0.108", "lines"), ("cc-1.0.108", "bytes"), ("cc-2.0.64", "lines"),
-                ("cc-2.1.4", "bytes")] + [(n, "lines") for n in ("codex-0.125", "codex-0.104-small")
-                                          if have_adapter("codex")]
+                ("cc-2.1.4", "bytes")] + [(n, "lines") for n in ("codex-0.125", "codex-0.104-small")]
 
 
 def _comparable(rec):
@@ -251,7 +251,7 @@ def test_appending_to_a_transcript_reads_only_the_new_part(tmp_path, name, split
     assert index_ids(part) == set(b)
 
 
-@pytest.mark.parametrize("name", ["cc-1.0.108", "cc-2.0.64"] + (["codex-0.125"] if have_adapter("codex") else []))
+@pytest.mark.parametrize("name", ["cc-1.0.108", "cc-2.0.64"] + ["codex-0.125"])
 def test_a_fully_read_transcript_creates_nothing_new(home, tmp_path, name):
     path, payload = feed(home, name, dest=tmp_path / "client")
     normalize(home)
@@ -349,7 +349,7 @@ def _arm(monkeypatch, home, point):
             return real(path, text, *a, **k)
         monkeypatch.setattr(norm, "atomic_write_text", write)
     elif point == "index":
-        monkeypatch.setattr(cortex.indexer, "update_index", nth(1, cortex.indexer.update_index))
+        monkeypatch.setattr(cortex.store.indexer, "update_index", nth(1, cortex.store.indexer.update_index))
     else:
         raise AssertionError(point)
 

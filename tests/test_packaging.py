@@ -2,7 +2,7 @@
 import configparser
 import os
 
-from cortex.demo import DEMO_SESSIONS
+from cortex.cli.demo import DEMO_SESSIONS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

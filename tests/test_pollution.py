@@ -14,11 +14,13 @@ from collections import Counter
 
 import pytest
 
-from cortex import adapters, capture, normalize
-from cortex.adapters import base as B
-from cortex.extract import Context, keyword_candidates
-from cortex.home import Home
-from cortex.records import iter_paths, normalize_text, read
+from cortex.ingest import adapters, run as normalize
+
+from cortex.capture import hook as capture
+from cortex.ingest.adapters import base as B
+from cortex.ingest.extract import Context, keyword_candidates
+from cortex.core.home import Home
+from cortex.store.records import iter_paths, normalize_text, read
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "transcripts")
 

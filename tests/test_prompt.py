@@ -6,8 +6,10 @@ import sys
 
 import pytest
 
-from cortex import config, prompt, session_start
-from cortex.bench import build_home
+from cortex.core import config
+
+from cortex.brief import prompt, session_start
+from cortex.bench.run import build_home
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("tiktoken", "numpy", "rank_bm25", "yaml", "jsonschema", "structlog")
@@ -35,7 +37,7 @@ def run_hook(home, payload, *args):
 
 def test_relevant_records_not_in_the_block_are_printed_within_budget(big_home):
     info, project = big_home
-    from cortex.home import Home
+    from cortex.core.home import Home
     home = Home(info["home"])
     cfg = config.load(home)
     hits = prompt.search(home, "why did we choose Redis for the session cursor lock", project, cfg)
@@ -63,7 +65,7 @@ def test_small_talk_and_unknown_words_print_nothing(big_home):
 
 def test_raising_the_threshold_silences_it(big_home, tmp_path):
     info, project = big_home
-    from cortex.home import Home
+    from cortex.core.home import Home
     home = Home(info["home"])
     cfg = config.load(home)
     cfg = dict(cfg, prompt=dict(cfg["prompt"], min_score=1e9))
@@ -86,7 +88,7 @@ def test_prompt_hook_imports_nothing_heavy(big_home):
     info, project = big_home
     code = ("import sys,io,json;sys.argv=['cortex-prompt'];"
             "sys.stdin=io.TextIOWrapper(io.BytesIO(json.dumps({'prompt':'Redis session cursor lock','cwd':%r}).encode()));"
-            "from cortex import prompt;prompt.main([]);"
+            "from cortex.brief import prompt;prompt.main([]);"
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in %r)))" % (project, HEAVY))
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, CORTEX_HOME=info["home"]),
                        capture_output=True, timeout=60)
@@ -100,8 +102,8 @@ def test_prompt_hook_imports_nothing_heavy(big_home):
 def test_best_in_scope_equals_filtering_every_hit(big_home, tmp_path, prompt_text, n, min_score):
     import shutil
     import sqlite3
-    from cortex.index import bm25_scores, connect
-    from cortex.textproc import query_terms
+    from cortex.store.index import bm25_scores, connect
+    from cortex.store.terms import query_terms
     info, _ = big_home
     db = str(tmp_path / "cortex.sqlite")
     shutil.copy(os.path.join(info["home"], "index", "cortex.sqlite"), db)

@@ -9,8 +9,14 @@ import time
 
 import pytest
 
-from cortex import config as config_mod, indexer, rank, render, scope, session_start, tokens
-from cortex.records import RecordStore
+from cortex.core import config as config_mod
+
+from cortex.store import indexer, tokencount as tokens
+
+from cortex.brief import rank, render, session_start
+
+from cortex.model import scope
+from cortex.store.records import RecordStore
 from cortex_testkit import config
 
 H = 3600.0
@@ -271,7 +277,7 @@ TYPES = ("decision", "rejected", "learned", "gotcha", "fix", "progress", "summar
 
 @pytest.fixture(scope="module")
 def big_home(tmp_path_factory):
-    from cortex.home import Home
+    from cortex.core.home import Home
     base = tmp_path_factory.mktemp("big")
     home = Home(str(base / "home"))
     proj = base / "proj"

@@ -7,12 +7,12 @@ import sqlite3
 
 import pytest
 
-from cortex import rank
-from cortex import recall as R
-from cortex.bench import build_home
-from cortex.home import Home
-from cortex.index import bm25_scores, connect
-from cortex.textproc import query_terms
+from cortex.brief import rank
+from cortex.brief import recall as R
+from cortex.bench.run import build_home
+from cortex.core.home import Home
+from cortex.store.index import bm25_scores, connect
+from cortex.store.terms import query_terms
 
 NOW = 2e9
 QUERIES = ["why did we drop the Redis cache for session tokens", "parser cursor", "SQLite",
@@ -50,7 +50,7 @@ def home(tmp_path_factory):
 
 def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=False):
     """[(id, score)] of recall by scoring every hit, no pruning."""
-    from cortex import manage
+    from cortex.ops import manage
     project, domain, cfg = manage.resolve_project(h, cwd, None)
     scope_ids = manage.where(project["id"], domain, scope)
     con = connect(h.index_db, readonly=True)
@@ -152,15 +152,15 @@ def test_descending_yields_every_hit_best_first():
 def test_cortex_recall_builds_a_light_parser_that_parses_the_same(home):
     import subprocess
     import sys
-    from cortex import cli
+    from cortex.cli import main as cli
     argv = ["recall", "session", "tokens", "--scope", "all", "--type", "fix", "-k", "3", "--no-use", "--json"]
     assert vars(cli.build_parser("recall").parse_args(argv)) == vars(cli.build_parser().parse_args(argv))
     h, cwd = home
     for args in (argv[:-1], argv[:-2]):  # without a use, and with one (the three hits' files are rewritten)
-        code = ("import sys, io, contextlib; from cortex.cli import main\n"
+        code = ("import sys, io, contextlib; from cortex.cli.main import main\n"
                 "with contextlib.redirect_stdout(io.StringIO()) as out: rc = main(%r)\n"
-                "print(rc, sorted(m for m in ('cortex.bench', 'cortex.install', 'cortex.schedule', 'yaml', "
-                "'cortex.redact') if m in sys.modules), out.getvalue().count('\"id\"'))" % (args + ["--cwd", cwd,
+                "print(rc, sorted(m for m in ('cortex.bench.run', 'cortex.install.hooks', 'cortex.install.schedule', 'yaml', "
+                "'cortex.store.redact') if m in sys.modules), out.getvalue().count('\"id\"'))" % (args + ["--cwd", cwd,
                                                                                                      "--json"],))
         env = dict(os.environ, CORTEX_HOME=h.root)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import records
-from cortex.records import RecordError, RecordStore, make_id, normalize_text
-from cortex.schemas import validate
+from cortex.store import records
+from cortex.store.records import RecordError, RecordStore, make_id, normalize_text
+from cortex.core.schemas import validate
 from cortex_testkit import (all_records, append_turns, copy_fixture, db_rows, drop_event, hook_payload, log_lines,
                       normalize, tree_bytes)
 

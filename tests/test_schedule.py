@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from cortex import schedule  # noqa: E402
-from cortex.cli import main as cli_main  # noqa: E402
+from cortex.install import schedule
+from cortex.cli.main import main as cli_main  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

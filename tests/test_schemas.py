@@ -6,7 +6,9 @@ import sys
 
 from hypothesis import given, settings, strategies as st
 
-from cortex import capture, config, schemas
+from cortex.capture import hook as capture
+
+from cortex.core import config, schemas
 from cortex_testkit import REPO, TRANSCRIPTS, copy_fixture, hook_payload, make_home
 
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(-2, 2, allow_nan=False),
@@ -87,8 +89,8 @@ def test_a_normalizer_run_with_an_event_does_not_import_jsonschema(tmp_path):
     path = copy_fixture("cc-2.1.4", tmp_path / "client")
     capture.write_event(home, capture.build_event("stop", json.dumps(hook_payload(path)).encode(), "claude-code",
                                                   home))
-    code = ("import sys, json; sys.path.insert(0, %r); from cortex import normalize; s = normalize.run("
-            "__import__('cortex.home', fromlist=['Home']).Home(%r)); print(json.dumps(["
+    code = ("import sys, json; sys.path.insert(0, %r); from cortex.ingest import run as normalize; s = normalize.run("
+            "__import__('cortex.core.home', fromlist=['Home']).Home(%r)); print(json.dumps(["
             "'jsonschema' in sys.modules, s.get('sessions'), sorted(s)]))" % (str(REPO), home.root))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

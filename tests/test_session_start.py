@@ -203,12 +203,12 @@ def test_success_path_imports_nothing_heavy(demo_home):
     assert proc.stdout.startswith(b"<cortex-memory")  # the success path, not an early exit
     imported = {l.rsplit("|", 1)[1].strip() for l in proc.stderr.decode().splitlines()
                 if l.startswith("import time:") and "|" in l}
-    assert "cortex.session_start" in imported and "sqlite3" in imported
+    assert "cortex.brief.session_start" in imported and "sqlite3" in imported
     assert sorted(m for m in imported if m.split(".")[0] in HEAVY_MODULES) == []
 
 
 def test_success_path_leaves_no_heavy_module_loaded(demo_home):
-    code = ("import sys, io, json; sys.path.insert(0, %r); from cortex import session_start; "
+    code = ("import sys, io, json; sys.path.insert(0, %r); from cortex.brief import session_start; "
             "buf = io.StringIO(); real = sys.stdout; sys.stdout = buf; "
             "rc = session_start.main(['--cwd', %r]); sys.stdout = real; "
             "print(json.dumps({'rc': rc, 'out': buf.getvalue(), 'mods': sorted(sys.modules)}))" % (str(REPO), DEMO_CWD))
@@ -218,5 +218,5 @@ def test_success_path_leaves_no_heavy_module_loaded(demo_home):
     assert res["rc"] == 0 and res["out"].startswith("<cortex-memory")
     assert sorted(m for m in res["mods"] if m.split(".")[0] in HEAVY_MODULES) == []
     cortex_mods = {m for m in res["mods"] if m.startswith("cortex")}
-    assert not cortex_mods & {"cortex.records", "cortex.indexer", "cortex.tokens", "cortex.redact", "cortex.log",
-                              "cortex.schemas", "cortex.extract", "cortex.normalize"}
+    assert not cortex_mods & {"cortex.store.records", "cortex.store.indexer", "cortex.store.tokencount", "cortex.store.redact", "cortex.core.log",
+                              "cortex.core.schemas", "cortex.ingest.extract", "cortex.ingest.run"}

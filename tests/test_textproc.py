@@ -1,4 +1,4 @@
-"""Tests for cortex.textproc: the analyser behind BM25 search."""
+"""Tests for cortex.store.terms: the analyser behind BM25 search."""
 import subprocess
 import sys
 from pathlib import Path
@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import cortex.textproc as tp
-from cortex.textproc import STOPWORDS, query_terms, tokenize
+import cortex.store.terms as tp
+from cortex.store.terms import STOPWORDS, query_terms, tokenize
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -278,7 +278,7 @@ def test_import_is_cheap_and_stemmer_lazy():
     code = (
         "import sys, time\n"
         "t = time.perf_counter()\n"
-        "import cortex.textproc\n"
+        "import cortex.store.terms\n"
         "dt = time.perf_counter() - t\n"
         "print(dt, 'Stemmer' in sys.modules, 'snowballstemmer' in sys.modules)\n"
     )

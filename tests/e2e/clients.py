@@ -301,7 +301,7 @@ class Sandbox:
     def records(self) -> list:
         if str(REPO) not in sys.path:
             sys.path.insert(0, str(REPO))
-        from cortex import records
+        from cortex.store import records
         return [records.read(p) for p in records.iter_paths(str(self.cortex_home / "records"))]
 
 

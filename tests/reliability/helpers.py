@@ -2,7 +2,7 @@
 index dumps, file-tree snapshots, and the figures each test reports.
 
 Everything Cortex-specific goes through its public surface: the scripts in bin/, the Cortex home's files,
-and the library calls the docs name (`cortex.normalize.run`, `cortex.session_start.build`, ...).
+and the library calls the docs name (`cortex.ingest.run.run`, `cortex.brief.session_start.build`, ...).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from cortex_testkit import (BIN, FIXTURES, REPO, TRANSCRIPTS, clean_env, copy_fixture,  # noqa: F401
                             drop_event, events_in, hook_payload, make_home, names, run_bin)
 
-from cortex.home import Home
+from cortex.core.home import Home
 
 INDEX_TABLES = ("records", "postings", "terms", "sessions")
 
@@ -153,7 +153,7 @@ def stray_temp_files(home) -> list:
 
 def check_records_parse(home) -> tuple:
     """(number of record files, [(path, problem)]) : every records/**/*.md must parse as a whole record."""
-    from cortex import records
+    from cortex.store import records
     n, bad = 0, []
     for path in records.iter_paths(home.records):
         n += 1

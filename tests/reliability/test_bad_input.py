@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from cortex_testkit import append_turns
 
 from .helpers import (all_event_names, copy_fixture, drop_event, env_for, env_int, event_names,

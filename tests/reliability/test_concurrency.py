@@ -11,8 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from cortex_testkit import append_turns, transcript_meta
 
 from .helpers import (TRANSCRIPTS, all_event_names, check_records_parse, copy_fixture, drop_event, env_for,
@@ -154,7 +153,7 @@ def test_a_lock_left_by_a_sigkilled_run_is_taken_over(tmp_path):
 # ----------------------------------------------------------------------------------------- readers
 
 def test_readers_never_fail_and_never_see_a_half_written_record_while_normalize_writes(tmp_path):
-    from cortex import session_start
+    from cortex.brief import session_start
     home = make_home(tmp_path / "home")
     env = env_for(home)
     growing = copy_fixture("cc-1.0.98", tmp_path / "client")

@@ -24,8 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from .helpers import (INDEX_TABLES, all_event_names, check_records_parse, copy_events, copy_fixture, drop_event,
                       env_for, env_int, hook_payload, index_tables, make_home, record_files, report, run_measured,
                       script, stray_temp_files, TRANSCRIPTS)
@@ -225,8 +224,8 @@ def test_crash_rerun_gives_the_clean_run_s_index(campaign):
 
 def test_crash_reindex_repairs_any_index_difference(campaign):
     """The documented way back: `cortex reindex` rebuilds the index from the record files alone."""
-    from cortex import config
-    from cortex.indexer import reindex
+    from cortex.core import config
+    from cortex.store.indexer import reindex
     ref = campaign["ref"]
     reindex(ref, config.load(ref, fast=False))
     want = index_tables(ref)

@@ -16,8 +16,7 @@ import sqlite3
 
 import pytest
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from .helpers import (TRANSCRIPTS, all_event_names, check_records_parse, copy_events, copy_fixture, drop_event,
                       env_for, hook_payload, index_tables, make_home, read_log, record_files, report, run_measured,
                       script, stray_temp_files)

@@ -1,9 +1,9 @@
 """Property tests (hypothesis) for the parsers that meet untrusted bytes.
 
-* every adapter's `sniff` and `parse` (and `cortex.adapters.detect`) on generated files: real fixture lines
+* every adapter's `sniff` and `parse` (and `cortex.ingest.adapters.detect`) on generated files: real fixture lines
   mutated at random places, random JSON values, random bytes, cut last lines, random cursors: they never
   raise anything but OSError (base.Adapter.parse's contract); extraction of what they return never raises;
-* `cortex.records.parse` on generated text (mutated real records, YAML-ish front matter with hostile
+* `cortex.store.records.parse` on generated text (mutated real records, YAML-ish front matter with hostile
   tokens, random text) raises nothing but RecordError.
 
 Examples per property: CORTEX_HYPOTHESIS_EXAMPLES (default 200; records.parse gets twice as many); each test prints how many inputs it tried.
@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex import adapters, records
-from cortex.adapters import base as B
-from cortex.extract import Context, extract
+from cortex.ingest import adapters
+
+from cortex.store import records
+from cortex.ingest.adapters import base as B
+from cortex.ingest.extract import Context, extract
 
 from .helpers import FIXTURES, TRANSCRIPTS, env_int, report
 
@@ -234,7 +236,7 @@ def test_codex_sniff_of_a_non_string_type_does_not_raise(tmp_path):
 
 def test_a_non_string_timestamp_does_not_lose_the_session(tmp_path):
     from cortex_testkit import copy_fixture, drop_event, events_in, hook_payload, make_home
-    from cortex import normalize as norm
+    from cortex.ingest import run as norm
     path = copy_fixture("cc-1.0.98", tmp_path / "client")
     lines = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
     for rec in lines:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex import adapters
-
+from cortex.ingest import adapters
 from .helpers import (all_event_names, copy_fixture, diff_snapshots, env_for, event_names, hook_payload, make_home,
                       read_log, reason_of, record_files, report, run_measured, script, snapshot)
 
@@ -197,7 +196,7 @@ PYTHON_TAGS = [
 
 @pytest.mark.parametrize("tag", PYTHON_TAGS)
 def test_yaml_python_tags_in_a_record_are_rejected_and_never_run(tmp_path, tag):
-    from cortex import records
+    from cortex.store import records
     home = make_home(tmp_path / "home").ensure()
     pwned = tmp_path / "pwned"
     folder = Path(home.records, "L0", "demo-12345678")

@@ -22,8 +22,7 @@ import uuid
 
 import pytest
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from cortex_testkit import append_turns, transcript_meta
 
 from .helpers import copy_fixture, drop_event, hook_payload, make_home, report, run_measured, script, env_for

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex import normalize as norm
-
+from cortex.ingest import run as norm
 from cortex_testkit import transcript_meta
 
 from .helpers import (TRANSCRIPTS, copy_fixture, db_raw_bytes, db_text, env_for, make_home, read_log, record_files,
@@ -83,7 +82,7 @@ def _export(home) -> str:
 
 
 def _haystacks(home, cwds) -> dict:
-    from cortex import session_start
+    from cortex.brief import session_start
     hay = {
         "records": "\n".join(b.decode("utf-8", "replace") for b in record_files(home).values()),
         "index": db_text(home.index_db) + "\n" + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
@@ -214,7 +213,8 @@ def test_redaction_flags_on_every_real_transcript_entry():
     """A finer false-positive figure: redact every prompt, reply, tool call and tool output of every fixture (the
     text extraction sees) and count the entries it changes.  Reported, not asserted: some may be real tokens the
     upstream authors left in their test data."""
-    from cortex import adapters, redact
+    from cortex.ingest import adapters
+    from cortex.store import redact
     from .helpers import FIXTURES
     total = flagged = 0
     kinds, examples = {}, []
@@ -260,7 +260,7 @@ def _private_home(tmp_path):
 
 
 def test_private_spans_never_reach_records_index_block_or_export(tmp_path):
-    from cortex import session_start
+    from cortex.brief import session_start
     home, path = _private_home(tmp_path)
     cwd = transcript_meta(path, "claude-code").cwd
     hay = {"records": "\n".join(b.decode() for b in record_files(home).values()),

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from cortex import adapters
-from cortex import normalize as norm
-from cortex.adapters import claude_code
-from cortex.adapters.base import line_blocks
+from cortex.ingest import adapters
+from cortex.ingest import run as norm
+from cortex.ingest.adapters import claude_code
+from cortex.ingest.adapters.base import line_blocks
 
 from .helpers import (TRANSCRIPTS, all_event_names, copy_fixture, drop_event, hook_payload, index_tables,
                       make_home, read_log, reason_of, record_files)

@@ -1,0 +1,314 @@
+"""`cortex recall`: search memory by words, best first, and count each hit as a use.
+
+Score of a record that holds at least one query term (BM25 over `textproc.query_terms(QUERY)`, read
+from the index):
+
+    relevance  = bm25 / max bm25 among the hits that pass the filters        (0..1]
+    activation = 1 / (1 + e^-B)      B = the ACT-R activation of rank.parts   (0..1)
+    score      = relevance + 0.2·activation + 0.1·recency + 0.1·confidence + 0.1·pinned
+
+so relevance leads and the ranking parts (how often and how lately a record was met, how sure the
+extraction was, whether a person pinned it) separate hits of similar relevance.  Hits of the project
+come first, then hits of its domain (then, with --scope all, other scopes), each group by score.
+Archived and superseded records are hidden unless `include_archived`.
+
+Recall is a use: each returned record gets the current UTC time appended to its `used` list (which
+raises its activation) and its index row refreshed; an archived record that is returned is restored
+to active.
+"""
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+
+from cortex.ops import manage
+from cortex.store.index import batches as _batches, descending as _descending
+from cortex.ops.manage import CortexError
+
+WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
+COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
+           "created", "updated", "times", "tokens", "files", "branch", "path")
+SNIPPET_CHARS = 110
+
+
+def _active_days(con, scope_ids) -> list:
+    """The days the project and its domain were worked on (decay counts these, not calendar days)."""
+    import json
+    from cortex.curate.consolidate import active_days
+    rows = con.execute("SELECT r.times FROM candidates c JOIN records r ON r.id=c.id WHERE c.scope_id IN (%s)"
+                       % ",".join("?" * len(scope_ids)), list(scope_ids)).fetchall()
+    return active_days([{"times": json.loads(t or "[]")} for (t,) in rows])
+
+
+def score(bm25: float, max_bm25: float, parts: dict, weights=WEIGHTS) -> dict:
+    rel = bm25 / max_bm25 if max_bm25 > 0 else 0.0
+    b = parts["activation"]
+    act = 1.0 / (1.0 + math.exp(-max(min(b, 50.0), -50.0)))
+    total = (rel + weights["activation"] * act + weights["recency"] * parts["recency"]
+             + weights["confidence"] * parts["confidence"] + (weights["pinned"] if parts["pinned"] else 0.0))
+    return {"score": total, "relevance": rel, "activation_norm": act}
+
+
+def snippet(text: str, words, width: int = SNIPPET_CHARS) -> str:
+    """The text on one line, cut to `width` around the first query word it contains."""
+    flat = re.sub(r"\s+", " ", text or "").strip()
+    if len(flat) <= width:
+        return flat
+    low = flat.lower()
+    pos = -1
+    for w in words:
+        if len(w) >= 2:
+            i = low.find(w.lower())
+            if i >= 0 and (pos < 0 or i < pos):
+                pos = i
+    start = 0 if pos < width // 3 else pos - width // 3
+    end = start + width
+    if end > len(flat):
+        end, start = len(flat), max(len(flat) - width, 0)
+    out = flat[start:end].strip()
+    return ("…" if start > 0 else "") + out + ("…" if end < len(flat) else "")
+
+
+def _rows(con, ids):
+    out = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for row in con.execute("SELECT %s FROM records WHERE id IN (%s)" % (", ".join(COLUMNS), ",".join("?" * len(chunk))),
+                               chunk):
+            rec = dict(zip(COLUMNS, row))
+            rec["times"] = json.loads(rec["times"] or "[]")
+            rec["files"] = json.loads(rec["files"] or "[]")
+            rec["pinned"] = bool(rec["pinned"])
+            out[rec["id"]] = rec
+    return out
+
+
+_LIGHT = "SELECT id, scope, scope_id, type, status FROM records %s WHERE id IN (%s)"
+
+
+def _light_rows(con, ids):
+    """(id, scope, scope_id, type, status) of these ids, through the covering index records_hit (one
+    seek per id) when the index has it."""
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        try:
+            rows = con.execute(_LIGHT % ("INDEXED BY records_hit", marks), chunk).fetchall()
+        except sqlite3.OperationalError:  # an index built before records_hit existed
+            rows = con.execute(_LIGHT % ("", marks), chunk).fetchall()
+        yield from rows
+
+
+def _could_reach_top(light, k: int, max_bm25: float) -> set:
+    """Ids that could still be among the first k.  The ranking parts add at most sum(WEIGHTS) to a
+    hit's relevance, so within a tier a hit whose relevance is more than that below the k-th best
+    relevance can never overtake it; tiers after the one that fills k hits never show.  Reading full
+    rows only for these gives the same hits in the same order, far faster on common words."""
+    margin = sum(WEIGHTS.values())
+    by_tier = {}
+    for tier, b, rid in light:
+        by_tier.setdefault(tier, []).append((b / max_bm25 if max_bm25 > 0 else 0.0, rid))
+    keep, need = set(), k
+    for tier in sorted(by_tier):
+        if need <= 0:
+            break
+        rels = sorted(by_tier[tier], reverse=True)
+        floor = rels[min(need, len(rels)) - 1][0] - margin
+        keep.update(rid for rel, rid in rels if rel >= floor)
+        need -= len(rels)
+    return keep
+
+
+# Slack for rounding in the stopping tests below: they stop only when a hit is behind by the whole
+# margin plus this, so a rounding error of a few ulps can never stop them too early.
+_SLACK = 1e-9
+
+
+def _filtered_top(con, scores: dict, k: int, keep_row, tiers_possible) -> list:
+    """[(tier, bm25, id)] of the hits that pass the filters, enough of them for the first k: the hits
+    are read best first (light rows in batches) and the reading stops once every hit not yet read is
+    certain to rank behind k hits already read.  Exact: the max bm25 of the hits that pass is the
+    first one read, and a hit that is not read has a bm25 no higher than the one that stopped the
+    reading, so in every tier it could be in, k read hits rank strictly ahead of it (a lower tier, or
+    the same tier with a relevance more than the ranking parts' margin above its own).  `keep_row`
+    maps a light row to its tier, or None when the filters drop it."""
+    margin = sum(WEIGHTS.values()) + _SLACK
+    light, max_bm25 = [], None
+    per_tier = {0: [], 1: [], 2: []}  # bm25 of the hits read, by tier, in the order read (descending)
+    for batch in _batches(_descending(scores)):
+        if max_bm25 is not None and _nothing_below_can_show(per_tier, batch[0][0], max_bm25, k, margin,
+                                                            tiers_possible):
+            return light
+        got = {row[0]: row for row in _light_rows(con, sorted(rid for _, rid in batch))}
+        for b, rid in batch:
+            row = got.get(rid)
+            if row is None:
+                continue
+            tier = keep_row(row)
+            if tier is None:
+                continue
+            if max_bm25 is None:
+                max_bm25 = b
+            per_tier[tier].append(b)
+            light.append((tier, b, rid))
+    return light
+
+
+def _nothing_below_can_show(per_tier, below: float, max_bm25: float, k: int, margin: float, tiers_possible):
+    """True when a hit of bm25 <= `below` cannot be among the first k, whatever its tier (of those
+    the filters allow) and ranking parts."""
+    if max_bm25 <= 0:
+        return False
+    bound = below / max_bm25 + margin
+    ahead = 0  # hits read in lower tiers: they rank ahead of any hit of this tier
+    for tier in (0, 1, 2):
+        if tier in tiers_possible:
+            strictly = 0
+            for b in per_tier[tier]:  # descending: count those with a relevance above the bound
+                if b / max_bm25 > bound:
+                    strictly += 1
+                else:
+                    break
+            if ahead + strictly < k:
+                return False
+        ahead += len(per_tier[tier])
+    return True
+
+
+PART_COLUMNS = ("id", "type", "confidence", "pinned", "priority", "times")
+
+
+def _part_rows(con, ids):
+    out = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        for row in con.execute("SELECT %s FROM records WHERE id IN (%s)" % (", ".join(PART_COLUMNS),
+                                                                           ",".join("?" * len(chunk))), chunk):
+            rec = dict(zip(PART_COLUMNS, row))
+            rec["times"] = json.loads(rec["times"] or "[]")
+            rec["pinned"] = bool(rec["pinned"])
+            out[rec["id"]] = rec
+    return out
+
+
+def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
+    """The first k of `cands` [(tier, bm25, id)] by (tier, -score, id), with their ranking parts and
+    scores: [(tier, score dict, parts, id)].  Candidates are scored in order of (tier, -bm25), reading
+    the ranking columns in batches, and the scoring stops when the next candidate ranks strictly
+    behind the k-th scored one even with the largest ranking parts (its score is at most its relevance
+    plus the margin); so it returns what scoring all of them and sorting would."""
+    margin = sum(WEIGHTS.values()) + _SLACK
+    order = sorted(cands, key=lambda c: (c[0], -c[1], c[2]))
+    scored = []
+    worst = None  # (tier, -score, id) of the k-th best scored so far
+    i = 0
+    size = 32
+    while i < len(order):
+        if worst is not None:
+            tier, b, _ = order[i]
+            if tier > worst[0] or (tier == worst[0] and b / max_bm25 + margin < -worst[1]):
+                break
+        chunk = order[i:i + size]
+        i += len(chunk)
+        size = min(size * 2, 1024)
+        rows = _part_rows(con, sorted(rid for _, _, rid in chunk))
+        for tier, b, rid in chunk:
+            p = parts_of(rows[rid])
+            s = score(b, max_bm25, p)
+            scored.append(((tier, -s["score"], rid), s, p))
+        if len(scored) >= k:
+            scored.sort(key=lambda x: x[0])
+            del scored[k:]
+            worst = scored[-1][0]
+    scored.sort(key=lambda x: x[0])
+    return scored[:k]
+
+
+def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
+           include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None) -> dict:
+    """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
+    from cortex.brief import rank, render
+    from cortex.store.index import bm25_scores
+    from cortex.store.records import TYPES
+    from cortex.store.terms import query_terms
+    now = time.time() if now is None else now
+    types = [t for t in (types or []) if t]
+    for t in types:
+        if t not in TYPES:
+            raise CortexError("unknown type %r" % t, "use one of: %s" % ", ".join(TYPES))
+    if k < 1:
+        raise CortexError("-k must be at least 1")
+    terms = query_terms(query or "")
+    if not terms:
+        raise CortexError("the query %r has no searchable words (only stopwords or punctuation)" % (query or ""),
+                          "use more specific words")
+    project, domain, cfg = manage.resolve_project(home, cwd, cfg)
+    scope_ids = manage.where(project["id"], domain, scope)
+    out = {"query": query, "terms": terms, "project": project["id"], "domain": domain,
+           "scope": scope or "project+domain", "hits": [], "used_at": None, "note": None}
+    if not os.path.exists(home.index_db):
+        from cortex.store.records import iter_paths
+        if next(iter_paths(home.records), None):
+            raise CortexError("there is no index in %s" % home.root, "run `cortex reindex`")
+        return out
+    from cortex.store.index import connect
+    con = connect(home.index_db, readonly=True)
+    try:
+        scores = bm25_scores(con, terms)
+        allowed = None if scope_ids is None else set(scope_ids)
+
+        def keep_row(row):
+            _, sc, sid, rtype, status = row
+            if allowed is not None and sid not in allowed:
+                return None
+            if types and rtype not in types:
+                return None
+            if status != "active" and not include_archived:
+                return None
+            return 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
+
+        tiers = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
+            {1} if allowed is None or domain in allowed else set())
+        light = _filtered_top(con, scores, k, keep_row, tiers)
+        if not light:
+            return out
+        max_bm25 = max(b for _, b, _ in light)
+        keep = _could_reach_top(light, k, max_bm25)
+        days = _active_days(con, [project["id"], domain])
+        best = _best_k(con, [c for c in light if c[2] in keep], k, max_bm25,
+                       lambda rec: rank.parts(rec, now, cfg, days))
+        rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
+    finally:
+        con.close()
+    hits = []
+    words = re.findall(r"\w+", query)
+    for (tier, _, rid), s, p in best:
+        rec = rows[rid]
+        rec.update(bm25=scores[rid], parts=p, tier=tier, **s)
+        hits.append(rec)
+    for rec in hits:
+        last = max(rec["times"]) if rec["times"] else 0.0
+        p = rec["parts"]
+        out["hits"].append({
+            "id": rec["id"], "type": rec["type"], "status": rec["status"], "scope": rec["scope"],
+            "scope_id": rec["scope_id"], "where": ("project", "domain", "other")[rec["tier"]],
+            "age": render.age(last, now) if last else None,
+            "last_touched": manage.now_iso(last) if last else None,
+            "confidence": rec["confidence"], "effective_confidence": round(p["confidence"], 4),
+            "pinned": rec["pinned"], "priority": int(rec["priority"] or 0),
+            "score": round(rec["score"], 4), "bm25": round(rec["bm25"], 4), "relevance": round(rec["relevance"], 4),
+            "activation": round(p["activation"], 4), "recency": round(p["recency"], 4),
+            "snippet": snippet(rec["text"], words), "text": rec["text"], "path": rec["path"], "restored": False})
+    if record_use:
+        at = manage.now_iso(now)
+        try:
+            manage.mark_used(home, [h["id"] for h in out["hits"]], at=at, restore=True, cfg=cfg)
+            out["used_at"] = at
+            for h in out["hits"]:
+                if h["status"] == "archived":
+                    h["status"], h["restored"] = "active", True
+        except CortexError as e:
+            out["note"] = "uses not recorded: %s" % e
+    return out

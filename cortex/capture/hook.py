@@ -1,0 +1,241 @@
+"""The capture hooks: `cortex-pre-compact` and `cortex-stop`.
+
+They run inside the client's session, so they do as little as possible: read the
+hook JSON from stdin, note the transcript's size, keep a hard link to the
+transcript (so the session survives the client deleting or rotating it), and
+drop one event file into inbox/pending/ the Maildir way (write in tmp/, fsync,
+rename).  Standard library only, no output, exit status 0 whatever happens.
+"""
+import json
+import os
+import sys
+import time
+
+from cortex.core.fsutil import write_fully
+from cortex.core.home import Home
+
+EVENT_SCHEMA = "cortex.event/1"
+MAX_STDIN = 8 * 1024 * 1024          # a hook payload is a few KB; never buffer more than this
+COPY_FALLBACK_MAX = 4 * 1024 * 1024  # when a hard link is impossible, copy transcripts up to this size
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+
+_seq = 0
+
+
+def unique_name() -> str:
+    """A Maildir-style name: time, pid, random and host, so parallel sessions never collide."""
+    global _seq
+    _seq += 1
+    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in (os.uname().nodename if hasattr(os, "uname")
+                                                                    else os.environ.get("COMPUTERNAME", "host")))
+    return "%d.P%dQ%dR%s.%s" % (time.time_ns(), os.getpid(), _seq, os.urandom(6).hex(), host[:40] or "host")
+
+
+def detect_client(payload, flag=None) -> str:
+    """The client that ran the hook: the installed hook's --client flag, else the environment, else the payload."""
+    if flag:
+        return flag
+    env = os.environ
+    if any(k.startswith("CODEX_") for k in env):
+        return "codex"
+    if env.get("CLAUDECODE") or env.get("CLAUDE_PROJECT_DIR") or env.get("CLAUDE_CODE_SESSION_ID"):
+        return "claude-code"
+    if env.get("GEMINI_SESSION_ID") or env.get("GEMINI_CLI") or env.get("GEMINI_PROJECT_DIR"):
+        return "gemini"
+    if isinstance(payload, dict):
+        tp = str(payload.get("transcript_path") or "").replace("\\", "/")
+        if "/sessions/" in tp and os.path.basename(tp).startswith("rollout-"):
+            return "codex"
+        if "/.claude/" in tp:
+            return "claude-code"
+        if "/.gemini/" in tp:
+            return "gemini"
+    return "unknown"
+
+
+def _safe_transcript(path):
+    """The transcript path if it is one a hook may legitimately name: an absolute path to an
+    existing regular file with a transcript suffix.  Anything else is recorded but never touched."""
+    if not isinstance(path, str) or not path or "\x00" in path or len(path) > 4096:
+        return None
+    if not os.path.isabs(path) or not path.lower().endswith(TRANSCRIPT_SUFFIXES):
+        return None
+    return path
+
+
+def _is_client_transcript(path, st) -> bool:
+    """Whether the file `st` describes opens like a client's transcript (the adapters' own rules).
+    Opened without following a link, and checked to be the same file, so a path swapped after the
+    lstat is not read."""
+    from cortex.clients.sniff import HEAD_BYTES, client_of
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+            return False
+        head = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return client_of(head, path) is not None
+
+
+def snapshot_transcript(home: Home, path, session_id):
+    """Record the transcript's size and keep its content reachable.
+
+    A hard link costs nothing and keeps the bytes even if the client deletes the file; where
+    links are impossible (another filesystem, Windows without rights), small transcripts are
+    copied.  Returns the `transcript` part of the event.
+    """
+    info = {"path": path if isinstance(path, str) else None, "size": None, "mtime": None,
+            "blob": None, "blob_kind": None}
+    safe = _safe_transcript(path)
+    if safe is None:
+        return info
+    try:
+        st = os.lstat(safe)  # a symlink is never followed
+    except OSError:
+        return info
+    import stat as _stat
+    if not _stat.S_ISREG(st.st_mode) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+        return info
+    if not _is_client_transcript(safe, st):  # only a client's transcript is ever linked or copied
+        return info
+    info["size"], info["mtime"] = st.st_size, st.st_mtime
+    sid = "".join(c for c in str(session_id or "nosession") if c.isalnum() or c in "-_")[:80] or "nosession"
+    blob_name = "%s.%d.%d%s" % (sid, st.st_dev, st.st_ino, os.path.splitext(safe)[1].lower())
+    blob_path = os.path.join(home.blobs, blob_name)
+    try:
+        if os.path.exists(blob_path):
+            info["blob"], info["blob_kind"] = blob_name, "link"
+            return info
+        os.link(safe, blob_path, follow_symlinks=False)
+        info["blob"], info["blob_kind"] = blob_name, "link"
+    except OSError:
+        if st.st_size <= COPY_FALLBACK_MAX:
+            copy_name = "%s.%d.copy%s" % (sid, time.time_ns(), os.path.splitext(safe)[1].lower())
+            try:
+                _atomic_copy(safe, os.path.join(home.blobs, copy_name), home)
+                info["blob"], info["blob_kind"] = copy_name, "copy"
+            except OSError:
+                pass
+    return info
+
+
+def _atomic_copy(src, dst, home):
+    tmp = os.path.join(home.inbox_dir("tmp"), os.path.basename(dst) + ".part")
+    with open(src, "rb") as fin, open(tmp, "wb") as fout:
+        while True:
+            chunk = fin.read(1 << 20)
+            if not chunk:
+                break
+            fout.write(chunk)
+        fout.flush()
+        os.fsync(fout.fileno())
+    os.rename(tmp, dst)
+
+
+def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> dict:
+    payload, parsed, error = None, False, None
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+        parsed = isinstance(payload, dict)
+        if not parsed:
+            error = "payload is JSON but not an object"
+    except (UnicodeDecodeError, ValueError) as e:
+        error = "payload is not JSON: %s" % (str(e)[:200],)
+    event = {
+        "schema": EVENT_SCHEMA,
+        "kind": kind,
+        "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".%03dZ" % (time.time_ns() // 1_000_000 % 1000),
+        "client": detect_client(payload if parsed else None, client_flag),
+        "parsed": parsed,
+        "payload": payload if parsed else None,
+        "transcript": {"path": None, "size": None, "mtime": None, "blob": None, "blob_kind": None},
+    }
+    if parsed:
+        if home is not None:
+            event["transcript"] = snapshot_transcript(home, payload.get("transcript_path"), payload.get("session_id"))
+    else:
+        event["raw"] = raw[:MAX_STDIN].decode("utf-8", "backslashreplace")
+        event["error"] = error
+    return event
+
+
+def write_event(home: Home, event: dict) -> str:
+    """Maildir delivery: write in tmp/, fsync, rename into pending/.  Returns the pending path."""
+    name = unique_name() + ".json"
+    tmp = os.path.join(home.inbox_dir("tmp"), name)
+    # ASCII escapes: a lone surrogate (half an emoji) in a payload must not lose the event
+    data = json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            write_fully(fd, data)
+        finally:
+            os.close(fd)
+        dst = os.path.join(home.inbox_dir("pending"), name)
+        os.rename(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return dst
+
+
+def _read_stdin() -> bytes:
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            return b""
+        return sys.stdin.buffer.read(MAX_STDIN)
+    except (OSError, ValueError):
+        return b""
+
+
+def _log_failure(home: Home, kind: str, exc: BaseException):
+    """Last resort: one JSON line in the log, written without structlog (hooks stay stdlib-only)."""
+    try:
+        line = json.dumps({"timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "level": "error",
+                           "event": "capture_failed", "hook": kind, "error": "%s: %s" % (type(exc).__name__, exc),
+                           "hint": "check that the Cortex home is writable and the disk is not full"})
+        os.makedirs(os.path.dirname(home.log_file), mode=0o700, exist_ok=True)
+        with open(home.log_file, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    except Exception:
+        pass
+
+
+def capture(kind: str, argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    client = None
+    if "--client" in argv:
+        i = argv.index("--client")
+        client = argv[i + 1] if i + 1 < len(argv) else None
+    home = Home()
+    try:
+        raw = _read_stdin()
+        old = os.umask(0o077)
+        try:
+            for state in ("tmp", "pending"):
+                os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
+            os.makedirs(home.blobs, mode=0o700, exist_ok=True)
+            write_event(home, build_event(kind, raw, client, home))
+        finally:
+            os.umask(old)
+    except BaseException as e:  # a hook must never fail the client's session
+        _log_failure(home, kind, e)
+    return 0
+
+
+def main_stop():
+    sys.exit(capture("stop"))
+
+
+def main_pre_compact():
+    sys.exit(capture("pre_compact"))

@@ -1,0 +1,209 @@
+"""`cortex`: the umbrella command.  Each subcommand is a thin wrapper over a library call."""
+import argparse
+import json
+import os
+import sys
+
+from cortex import __version__
+from cortex.core.home import Home
+
+
+def cmd_demo(args):
+    from cortex.cli.demo import run_demo
+    return run_demo(keep=args.keep, home_dir=args.home)
+
+
+def cmd_normalize(args):
+    from cortex.ingest.run import main
+    return main((["--watch"] if args.watch else []) + (["--quiet"] if args.quiet else []))
+
+
+def cmd_session_start(args):
+    from cortex.brief.session_start import main
+    return main((["--cwd", args.cwd] if args.cwd else []) + (["--client", args.client] if args.client else []))
+
+
+def cmd_reindex(args):
+    from cortex.core import config
+    from cortex.store.indexer import reindex
+    from cortex.core.log import get_logger
+    home = Home().ensure()
+    cfg = config.load(home, fast=False)
+    res = reindex(home, cfg, log=get_logger(home, component="reindex"))
+    if args.json:
+        print(json.dumps({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
+    else:
+        print("reindexed %d records into %s" % (res["records"], home.index_db))
+        for path, err in res["unreadable"]:
+            print("skipped (unreadable, left untouched): %s%s" % ("" if path in err else path + ": ", err),
+                  file=sys.stderr)
+    return 1 if res["unreadable"] else 0
+
+
+def cmd_status(args):
+    from cortex.ops.status import status
+    info = status(Home())
+    if args.json:
+        print(json.dumps(info, indent=1, sort_keys=True))
+    else:
+        from cortex.ops.status import format_status
+        print(format_status(info))
+    return 0
+
+
+def _store_and_cfg():
+    from cortex.core import config
+    from cortex.store.records import RecordStore
+    home = Home().ensure()
+    return home, RecordStore(home.records), config.load(home, fast=False)
+
+
+def _reindex_changed(home, store, cfg):
+    if store.changed:
+        from cortex.store.indexer import update_index
+        from cortex.store.index import connect
+        scopes = set()
+        con = connect(home.index_db, readonly=True)
+        try:
+            scopes = {r[0] for r in con.execute("SELECT DISTINCT scope_id FROM records")}
+        finally:
+            con.close()
+        update_index(home, cfg, set(store.changed), scopes)
+
+
+def cmd_consolidate(args):
+    from cortex.curate.consolidate import consolidate_groups
+    home, store, cfg = _store_and_cfg()
+    merges = consolidate_groups(home, store, cfg, dry_run=args.dry_run)
+    if not args.dry_run:
+        _reindex_changed(home, store, cfg)
+    if args.json:
+        print(json.dumps([{"keep": k, "merged": o} for k, o in merges]))
+    else:
+        for keep, others in merges:
+            print("%s %s <- %s" % ("would merge" if args.dry_run else "merged", keep, ", ".join(others)))
+        print("%d group(s)%s" % (len(merges), " (dry run: nothing changed)" if args.dry_run else ""))
+    return 0
+
+
+def cmd_lifecycle(args):
+    from cortex.curate.consolidate import lifecycle
+    home, store, cfg = _store_and_cfg()
+    actions = lifecycle(home, store, cfg, dry_run=args.dry_run)
+    if not args.dry_run:
+        _reindex_changed(home, store, cfg)
+    if args.json:
+        print(json.dumps([{"id": i, "action": a, "reason": r} for i, a, r in actions]))
+    else:
+        for rid, action, why in actions:
+            print("%-8s %s  %s" % (("would " if args.dry_run else "") + action, rid, why))
+        print("%d change(s)%s" % (len(actions), " (dry run: nothing changed)" if args.dry_run else ""))
+    return 0
+
+
+def cmd_bench(args):
+    from cortex.bench.run import run_args
+    return run_args(args)
+
+
+# Commands of cortex.cli.commands that need neither the bench's options nor the install/schedule commands:
+# for these, main() builds the parser without importing cortex.bench, cortex.install.hooks, cortex.install.schedule
+# (start-up time of `cortex recall`).  The arguments parse the same either way.
+LIGHT_COMMANDS = frozenset({"recall", "remember", "show", "why", "forget"})
+
+
+def build_parser(command: str = None):
+    light = command in LIGHT_COMMANDS
+    ap = argparse.ArgumentParser(prog="cortex", description="Cortex: memory across coding-assistant sessions.")
+    ap.add_argument("--version", action="version", version="cortex %s" % __version__)
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("demo", help="run the whole loop on bundled real transcripts and print the block")
+    p.add_argument("--keep", action="store_true", help="keep the temporary home and print its path")
+    p.add_argument("--home", help="use this directory as the demo home instead of a temporary one")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("normalize", help="process pending events (same as cortex-normalize)")
+    p.add_argument("--watch", action="store_true", help="keep running, normalizing as events arrive")
+    p.add_argument("--quiet", "-q", action="store_true")
+    p.set_defaults(func=cmd_normalize)
+
+    p = sub.add_parser("session-start", help="print the session-start block (same as cortex-session-start)")
+    p.add_argument("--cwd", help="project directory (default: the hook payload's cwd, or this directory)")
+    p.add_argument("--client", choices=["claude-code", "codex", "gemini"])
+    p.set_defaults(func=cmd_session_start)
+
+    p = sub.add_parser("reindex", help="rebuild the index from the record files alone")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_reindex)
+
+    p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("consolidate", help="merge groups of near-duplicate records (originals kept as superseded)")
+    p.add_argument("--dry-run", action="store_true", help="show the merges without changing anything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_consolidate)
+
+    p = sub.add_parser("lifecycle", help="archive faded records and prune long-archived ones (normalize does this too)")
+    p.add_argument("--dry-run", action="store_true", help="show what would change without changing anything")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_lifecycle)
+
+    p = sub.add_parser("bench", help="benchmarks: hot paths beside python3 -c pass; --locomo for retrieval")
+    if not light:
+        from cortex.bench.run import add_arguments as add_bench_arguments
+        add_bench_arguments(p)
+    p.set_defaults(func=cmd_bench)
+
+    try:  # the commands for people: recall, remember, forget, pin, show, why, doctor, inbox, export...
+        from cortex.cli.commands import add_commands as add_human_commands
+        add_human_commands(sub)
+    except ImportError:
+        pass
+
+    if not light:
+        try:  # client hook installation and scheduling live in their own modules
+            from cortex.install.hooks import add_commands as add_install_commands
+            add_install_commands(sub)
+        except ImportError:
+            pass
+    return ap
+
+
+def main(argv=None):
+    os.umask(0o077)  # everything Cortex creates is the user's alone
+    argv = sys.argv[1:] if argv is None else list(argv)
+    ap = build_parser(argv[0] if argv else None)
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return 0
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # output piped into head/less that closed early: not an error
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except Exception as e:
+        from cortex.core.config import ConfigError
+        from cortex.core.log import error_line, get_logger
+        try:
+            get_logger(Home(), component="cli").exception("command_failed", command=args.command)
+        except Exception:
+            pass
+        if isinstance(e, ConfigError):
+            error_line(str(e), "see docs/configuration.md")
+        else:
+            error_line("%s failed: %s: %s" % (args.command, type(e).__name__, e),
+                       "details are in the log (%s)" % Home().log_file)
+        return 1
+
+
+def run():
+    sys.exit(main())

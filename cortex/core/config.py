@@ -1,0 +1,130 @@
+"""Settings: `config.yaml` in the Cortex home, every key optional.
+
+The normalizer validates config.yaml against schemas/config.schema.json and
+writes the merged result to state/config.json; the hot paths read that JSON
+(no YAML import), and only parse the YAML themselves when it is newer.
+"""
+import copy
+import json
+import os
+
+DEFAULTS = {
+    "session_start": {
+        "max_records": 40,          # at most this many records in the block
+        "max_tokens": 1500,         # token budget of the block (tiktoken cl100k_base, counted at normalize time)
+        "max_chars": 9500,          # hard cap: Claude Code cuts SessionStart output above 10,000 characters
+        "min_confidence": 0.5,      # records below this confidence are left out of the block
+        "candidates_per_scope": 400,  # how many records per scope the normalizer pre-ranks for session start
+    },
+    "prompt": {
+        "max_records": 3,           # cortex-prompt prints at most this many records
+        "max_tokens": 300,          # and at most this many tokens
+        "min_score": 4.0,           # BM25 score a record needs to be worth interrupting the prompt
+        "min_terms": 2,             # prompts with fewer distinct search terms get nothing
+    },
+    "ranking": {
+        "decay": 0.5,               # ACT-R base-level decay d in ln(sum t_j^-d), t in hours
+        "recency_half_life_days": 7.0,
+        "activation_weight": 1.0,
+        "recency_weight": 2.0,
+        "confidence_weight": 1.0,
+        "type_weights": {
+            "plan": 3.0, "todo": 2.0, "progress": 1.5, "decision": 2.5, "rejected": 2.5,
+            "preference": 2.0, "gotcha": 2.0, "learned": 1.8, "fix": 1.5, "summary": 1.2,
+        },
+        "never_decay": ["decision", "rejected", "preference"],
+    },
+    "domains": {
+        "default": "personal",      # the L1 domain of a project that no rule names
+        "rules": [],                # [{match: "<path glob or project id>", domain: "<name>"}], first match wins
+    },
+    "memory": {
+        "merge_threshold": 0.9,     # Dice similarity of index terms at which a candidate reinforces a record
+        "link_threshold": 0.6,      # at or above this (below merge) the two are linked as related
+        "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90,
+                           "gotcha": 120},  # confidence halves this often since last seen/used
+        "use_slowdown": 0.5,        # half-life x (1 + use_slowdown x ln(1 + uses + links))
+        "archive_below": 0.25,      # decayed confidence under which a record counts down to the archive
+        "archive_after_days": 7,    # archived after this long below it
+        "prune_after_days": 180,    # archived and untouched this long: deleted
+        "decisions_full": 10,       # decisions shown whole in the block; the next get one short line each
+        "decisions_max": 25,        # decisions beyond this stay out of the block (still recallable)
+    },
+    "extraction": {
+        "keyword_min_confidence": 0.55,  # keyword-layer decisions below this are dropped
+        "max_record_chars": 600,         # longer extracted text is cut at a sentence boundary
+    },
+    "normalize": {
+        "window_bytes": 16777216,           # a transcript is read, stored and checkpointed this much at a time
+        "max_line_bytes": 33554432,         # a JSON Lines line longer than this is skipped as a bad line
+        "max_document_bytes": 67108864,     # a one-document transcript (Gemini) larger than this is not read
+        "blob_retention_hours": 24,         # captured transcript links are removed this long after being read fully
+        "done_retention_days": 7,           # processed events in inbox/done/ are deleted after this many days
+        "lock_stale_seconds": 600,          # a lock older than this whose process is gone is taken over
+    },
+    "log": {"level": "info"},
+}
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in (over or {}).items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+class ConfigError(Exception):
+    pass
+
+
+def read_yaml(path: str) -> dict:
+    import yaml  # only when the YAML itself must be read
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError("cannot read %s: %s; fix the YAML or move the file away" % (path, str(e).splitlines()[0]))
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError("%s must hold a mapping of settings, not %s" % (path, type(data).__name__))
+    return data
+
+
+def validate(data: dict, schema_dir: str = None) -> dict:
+    """Validate user settings against the config schema; returns the merged config."""
+    from cortex.core.schemas import validate as schema_validate
+    problems = schema_validate("config", data)
+    if problems:
+        raise ConfigError("config.yaml: %s" % problems[0])
+    return deep_merge(DEFAULTS, data)
+
+
+def load(home, fast: bool = True) -> dict:
+    """The merged config.  `fast` reads the normalizer's snapshot when it is current."""
+    yaml_path, json_path = home.config_yaml, home.config_json
+    if fast:
+        try:
+            js = os.stat(json_path).st_mtime
+            try:
+                ys = os.stat(yaml_path).st_mtime
+            except FileNotFoundError:
+                ys = 0
+            if js >= ys:
+                with open(json_path, encoding="utf-8") as f:
+                    return json.load(f)
+        except (OSError, ValueError):
+            pass
+        if not os.path.exists(yaml_path):
+            return copy.deepcopy(DEFAULTS)  # nothing to read or validate
+    return validate(read_yaml(yaml_path))
+
+
+def write_snapshot(home, cfg: dict) -> None:
+    from cortex.core.fsutil import atomic_write_text
+    atomic_write_text(home.config_json, json.dumps(cfg, indent=1, sort_keys=True))

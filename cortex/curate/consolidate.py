@@ -1,0 +1,390 @@
+"""Memory that stays right: near-duplicates reinforce, later decisions retire earlier ones,
+contradictions are flagged, and what nobody needs fades into the archive.
+
+Nothing here deletes without explaining: a superseded record keeps its text and gains a
+link to what replaced it; a conflict is a pair of links; only records archived *and*
+untouched for `memory.prune_after_days` are removed.  Everything is computed from the
+records and the given `now`, so running it twice changes nothing the second time.
+"""
+import bisect
+import json
+import math
+import os
+import re
+import time
+
+from cortex.store.index import connect, iso_to_epoch
+
+MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
+DEFAULTS = {
+    "merge_threshold": 0.9,      # Dice similarity of index terms at or above which a candidate reinforces a record
+    "link_threshold": 0.6,       # at or above this (and below merge) the two are linked as related
+    "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90, "gotcha": 120},
+    "use_slowdown": 0.5,         # half-life x (1 + use_slowdown x ln(1 + uses + links))
+    "archive_below": 0.25,       # effective confidence under which a record starts to count down to the archive
+    "archive_after_days": 7,     # ... and is archived after this long below it
+    "prune_after_days": 180,     # archived and untouched this long: the file is deleted
+    "decisions_full": 10,        # decisions shown whole in the block; the next ones get one short line
+    "decisions_max": 25,         # decisions beyond this stay out of the block (still recallable)
+}
+
+SWITCH_PATTERNS = [
+    re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+(?:back\s+)?from\s+"
+               r"(?P<old>(?:[^.;:]|\.(?=\w)){1,60}?)\s+to\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
+    re.compile(r"\breplac(?:ed|ing|e)\s+(?P<old>(?:[^.;:]|\.(?=\w)){1,60}?)\s+(?:with|by)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
+    re.compile(r"\b(?:no longer|stop(?:ped)?|don't|do not)\s+us(?:e|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)"
+               r"(?=\s+(?:because|since|and|anymore|in favou?r of)\b|[.,;:]|$)", re.I),
+    re.compile(r"\bdropp(?:ed|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:in favou?r of|for)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
+    re.compile(r"\b(?:instead of|rather than)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,40}?)(?=\s+(?:because|since|as|for)\b|[.,;:]|$)", re.I),
+]
+REJECTED_SUBJECT = [
+    re.compile(r"\b(?:rejected|ruled out|abandoned|dropped|decided against|gave up on|avoid)\s+(?P<x>[^.,;:—–-]{1,60}?)"
+               r"(?=\s+(?:because|since|as|for|due|—|–|-)\b|[.,;:—–]|\s-\s|$)", re.I),
+    re.compile(r"^(?P<x>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:won't|will not|doesn't|does not|can't|cannot|didn't|did not)\s+work", re.I),
+    re.compile(r"^(?:not|never)\s+(?:use\s+)?(?P<x>[^.,;:—–]{1,60}?)(?=\s+(?:because|since)\b|[.,;:—–]|\s-\s|$)", re.I),
+    re.compile(r"^(?P<x>[^.,;:—–]{1,60}?)(?=\s+(?:because|since)\b|\s+[—–-]\s|[:;])", re.I),
+]
+
+
+def settings(cfg: dict) -> dict:
+    out = dict(DEFAULTS)
+    out.update(cfg.get("memory") or {})
+    out["half_life_days"] = dict(DEFAULTS["half_life_days"], **((cfg.get("memory") or {}).get("half_life_days") or {}))
+    return out
+
+
+def terms(text: str) -> frozenset:
+    from cortex.store.terms import tokenize
+    return frozenset(tokenize(text))
+
+
+def dice(a: frozenset, b: frozenset) -> float:
+    return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
+
+
+def switch_subject(text: str):
+    """(old subject, new subject or None) when a decision says it replaces something."""
+    for pat in SWITCH_PATTERNS:
+        m = pat.search(text)
+        if m:
+            return m.group("old").strip(), (m.groupdict().get("new") or "").strip() or None
+    return None, None
+
+
+def rejected_subject(text: str):
+    for pat in REJECTED_SUBJECT:
+        m = pat.search(text.strip())
+        if m and m.group("x").strip():
+            return m.group("x").strip()
+    return None
+
+
+def active_days(records) -> list:
+    """The days (UTC day numbers) on which anything happened in these records' scope, sorted."""
+    return sorted({int(t // 86400) for r in records for t in (r.get("times") or ())})
+
+
+def elapsed_days(last: float, now: float, days=None) -> float:
+    """How much time a record has been left behind: the number of active days of its scope after the
+    day it was last touched (so idle weeks do not count), or calendar days when no activity is known."""
+    if days is None:
+        return max(now - last, 0) / 86400.0
+    last_day, now_day = int(last // 86400), int(now // 86400)
+    return float(max(bisect.bisect_right(days, now_day) - bisect.bisect_right(days, last_day), 0))
+
+
+def effective_confidence(rec: dict, now: float, mem: dict, never_decay=(), days=None) -> float:
+    """Confidence after decay: halves every half-life of the record's type -- counted in active days
+    of its scope since it was last seen or used; records used often or linked by many decay slower.
+    Decisions, rejections, preferences and pinned records never decay."""
+    conf = float(rec.get("confidence") or 0)
+    hl = mem["half_life_days"].get(rec.get("type"))
+    if rec.get("pinned") or rec.get("type") in never_decay or not hl:
+        return conf
+    times = rec.get("times") or []
+    last = max(times) if times else now
+    n = max(len(times) - 1, 0) + len(rec.get("related") or ())
+    hl = hl * (1 + mem["use_slowdown"] * math.log1p(n))
+    return conf * 0.5 ** (elapsed_days(last, now, days) / hl)
+
+
+class Consolidator:
+    """Used by the normalizer while it writes a session's candidates."""
+
+    def __init__(self, home, store, cfg):
+        self.home, self.store, self.cfg = home, store, cfg
+        self.mem = settings(cfg)
+        self.fresh = {}   # (scope_id, type) -> {id: terms}, records written or seen in this run
+
+    def _con(self):
+        if not os.path.exists(self.home.index_db):
+            return None
+        return connect(self.home.index_db, readonly=True)
+
+    def _neighbours(self, scope_id, rtype, toks):
+        """Active records of the same scope and type that share terms: {id: terms}."""
+        from cortex.store.index import bm25_scores
+        out = dict(self.fresh.get((scope_id, rtype), {}))
+        con = self._con()
+        if con is None:
+            return out
+        try:
+            ids = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id=? AND type=? AND status='active'",
+                                             (scope_id, rtype))}
+            if not ids:
+                return out
+            scores = bm25_scores(con, sorted(toks), ids_filter=ids)
+            top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
+            for rid, _ in top:
+                if rid in out:
+                    continue
+                row = con.execute("SELECT type, text, files FROM records WHERE id=?", (rid,)).fetchone()
+                if row:
+                    out[rid] = terms("%s %s %s" % (row[0], row[1], " ".join(json.loads(row[2] or "[]"))))
+        finally:
+            con.close()
+        return out
+
+    def place(self, cand: dict):
+        """(id to merge into or None, ids to link) for a candidate about to be written."""
+        if cand["type"] not in MERGEABLE or cand.get("key"):
+            return None, []
+        toks = terms("%s %s %s" % (cand["type"], cand["text"], " ".join(cand.get("files") or ())))
+        best_id, best, related = None, 0.0, []
+        for rid, other in sorted(self._neighbours(cand["scope_id"], cand["type"], toks).items()):
+            sim = dice(toks, other)
+            if sim > best:
+                best_id, best = rid, sim
+            if sim >= self.mem["link_threshold"]:
+                related.append(rid)
+        if best >= self.mem["merge_threshold"]:
+            return best_id, []
+        return None, related
+
+    def written(self, rec: dict):
+        self.fresh.setdefault((rec["scope_id"], rec["type"]), {})[rec["id"]] = terms(
+            "%s %s %s" % (rec["type"], rec["text"], " ".join(rec.get("files") or ())))
+
+    def link_back(self, rec: dict):
+        """Make `related` links symmetric."""
+        for rid in rec.get("related") or ():
+            self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "related", me))
+
+    def _subject_matches(self, scope_id, rtype, subject_terms, exclude):
+        """Active records of that scope and type containing every subject term."""
+        if not subject_terms:
+            return []
+        found = set()
+        for rid, toks in self.fresh.get((scope_id, rtype), {}).items():
+            if subject_terms <= toks:
+                found.add(rid)
+        con = self._con()
+        if con is not None:
+            try:
+                first, *rest = sorted(subject_terms)
+                rows = con.execute("SELECT p.id FROM postings p JOIN records r ON r.id=p.id WHERE p.term=? AND "
+                                   "r.scope_id=? AND r.type=? AND r.status='active'", (first, scope_id, rtype))
+                for (rid,) in rows.fetchall():
+                    have = {t for (t,) in con.execute("SELECT term FROM postings WHERE id=?", (rid,))}
+                    if set(rest) <= have:
+                        found.add(rid)
+            finally:
+                con.close()
+        return sorted(found - {exclude})
+
+    def supersede(self, rec: dict) -> list:
+        """A decision that switches away from X retires earlier active decisions about X."""
+        if rec["type"] != "decision" or rec.get("status") != "active":
+            return []
+        old, new = switch_subject(rec["text"])
+        if not old:
+            return []
+        old_t = terms(old)
+        new_t = terms(new) if new else frozenset()
+        retired = []
+        for rid in self._subject_matches(rec["scope_id"], "decision", old_t, rec["id"]):
+            other = self.store.get(rid)
+            if other is None or other.get("status") != "active" or other.get("created", "") > rec.get("created", ""):
+                continue
+            if switch_subject(other["text"])[0] and old_t <= terms(switch_subject(other["text"])[0]):
+                continue  # an earlier switch away from the same thing: not a choice of it
+            if new_t and new_t <= terms(other["text"]) and not old_t <= terms(other["text"]) - new_t:
+                continue
+            self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
+            retired.append(rid)
+        if retired:
+            self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
+        return retired
+
+    def flag_conflicts(self, rec: dict) -> list:
+        """A rejection of something an active decision recommends: link the pair as a conflict."""
+        if rec["type"] != "rejected":
+            return []
+        subject = rejected_subject(rec["text"])
+        if not subject:
+            return []
+        found = self._subject_matches(rec["scope_id"], "decision", terms(subject), rec["id"])
+        for rid in found:
+            self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "conflicts_with", me))
+        if found:
+            self.store.update(rec["id"], lambda r: any([_add_link(r, "conflicts_with", x) for x in found]))
+        return found
+
+
+def _add_link(rec: dict, field: str, rid: str) -> bool:
+    links = list(rec.get(field) or [])
+    if rid in links or rid == rec["id"]:
+        return False
+    rec[field] = sorted(links + [rid])
+    return True
+
+
+def _retire(rec: dict, by: str) -> bool:
+    changed = _add_link(rec, "superseded_by", by)
+    if rec.get("status") == "active":
+        rec["status"] = "superseded"
+        changed = True
+    return changed
+
+
+def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) -> list:
+    """Archive records whose decayed confidence has stayed under the threshold long enough; delete
+    archived records untouched for the prune time.  Returns [(id, action, reason)]."""
+    mem = settings(cfg)
+    never = set(cfg["ranking"].get("never_decay", ()))
+    now = time.time() if now is None else now
+    if not os.path.exists(home.index_db):
+        return []
+    con = connect(home.index_db, readonly=True)
+    try:
+        rows = con.execute("SELECT id, type, status, confidence, pinned, times, path, scope_id FROM records "
+                           "WHERE status IN ('active','archived')").fetchall()
+        days = _scope_days(con)
+    finally:
+        con.close()
+    actions = []
+    for rid, rtype, status, conf, pinned, times_json, path, scope_id in rows:
+        rec = {"id": rid, "type": rtype, "confidence": conf, "pinned": bool(pinned), "times": json.loads(times_json or "[]")}
+        sdays = days.get(scope_id, [])
+        last = max(rec["times"]) if rec["times"] else now
+        if status == "active":
+            hl = mem["half_life_days"].get(rtype)
+            if pinned or rtype in never or not hl or not conf:
+                continue
+            eff = effective_confidence(rec, now, mem, never, sdays)
+            if eff >= mem["archive_below"]:
+                continue
+            # it went under the threshold after `under` active days; archive after archive_after_days more
+            n = max(len(rec["times"]) - 1, 0)
+            hl_eff = hl * (1 + mem["use_slowdown"] * math.log1p(n))
+            under = hl_eff * math.log2(max(conf / mem["archive_below"], 1.0))
+            if elapsed_days(last, now, sdays) < under + mem["archive_after_days"]:
+                continue
+            later = [d for d in sdays if d > int(last // 86400)]
+            due_day = later[min(int(math.ceil(under + mem["archive_after_days"])) - 1, len(later) - 1)] if later else 0
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(due_day * 86400))
+            actions.append((rid, "archive", "confidence %.2f under %.2f for %d active days" % (
+                eff, mem["archive_below"], elapsed_days(last, now, sdays) - under)))
+            if not dry_run:
+                flag = []
+                store.update(rid, lambda r, w=when: flag.append(_archive(r, w)) or flag[-1])
+                if not flag or not flag[-1]:
+                    actions.pop()  # already archived on disk (the index lags by one run)
+        else:
+            if elapsed_days(last, now, sdays) >= mem["prune_after_days"] or (now - last) >= 3 * mem["prune_after_days"] * 86400:
+                actions.append((rid, "prune", "archived and untouched for %d active days" % elapsed_days(last, now, sdays)))
+                if not dry_run and path and os.path.exists(path):
+                    os.unlink(path)
+                    store.changed.add(rid)
+    return actions
+
+
+def _scope_days(con) -> dict:
+    days = {}
+    for sid, times in con.execute("SELECT scope_id, times FROM records"):
+        days.setdefault(sid, set()).update(int(t // 86400) for t in json.loads(times or "[]"))
+    return {sid: sorted(d) for sid, d in days.items()}
+
+
+def _archive(rec: dict, when: str) -> bool:
+    if rec.get("status") != "active":
+        return False
+    rec["status"], rec["archived_at"] = "archived", when
+    return True
+
+
+def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
+    """`cortex consolidate`: merge groups of active near-duplicates that accumulated anyway.  The record
+    seen most (then the oldest) absorbs the others' provenance; the others become superseded with
+    `merged_into`, so every merge can be undone by hand."""
+    from cortex.store import records as records_mod
+    mem = settings(cfg)
+    if not os.path.exists(home.index_db):
+        return []
+    con = connect(home.index_db, readonly=True)
+    try:
+        rows = con.execute("SELECT id, scope_id, type, text, files, times, created FROM records "
+                           "WHERE status='active' ORDER BY scope_id, type, id").fetchall()
+    finally:
+        con.close()
+    buckets = {}
+    for rid, scope_id, rtype, text, files, times, created in rows:
+        if rtype in MERGEABLE:
+            buckets.setdefault((scope_id, rtype), []).append(
+                (rid, terms("%s %s %s" % (rtype, text, " ".join(json.loads(files or "[]")))),
+                 len(json.loads(times or "[]")), created or ""))
+    merges = []
+    for (scope_id, rtype), recs in sorted(buckets.items()):
+        taken = set()
+        for i, (rid, toks, n, created) in enumerate(recs):
+            if rid in taken:
+                continue
+            group = [(rid, n, created)]
+            for rid2, toks2, n2, created2 in recs[i + 1:]:
+                if rid2 not in taken and dice(toks, toks2) >= mem["merge_threshold"]:
+                    group.append((rid2, n2, created2))
+            if len(group) < 2:
+                continue
+            group.sort(key=lambda g: (-g[1], g[2], g[0]))
+            keep = group[0][0]
+            others = [g[0] for g in group[1:]]
+            taken.update(g[0] for g in group)
+            merges.append((keep, others))
+            if dry_run:
+                continue
+            absorbed = []
+            for oid in others:
+                other = store.get(oid)
+                if other:
+                    absorbed.extend(other.get("provenance") or [])
+                    store.update(oid, lambda r, k=keep: _merged(r, k))
+
+            def take(r, provs=absorbed, olds=others):
+                have = {(p.get("client"), p.get("session")) for p in r.get("provenance") or []}
+                new = [p for p in provs if (p.get("client"), p.get("session")) not in have]
+                changed = bool(new)
+                if new:
+                    r["provenance"] = sorted((r.get("provenance") or []) + new,
+                                             key=lambda p: (p["at"], p.get("session") or "", p.get("ref") or ""))
+                    r["seen"] = records_mod.seen_times(r["provenance"])
+                    r["updated"] = max([r["updated"]] + r["seen"])
+                for o in olds:
+                    changed = _add_link(r, "supersedes", o) or changed
+                return changed
+            store.update(keep, take)
+    return merges
+
+
+def _merged(rec: dict, keep: str) -> bool:
+    changed = _retire(rec, keep)
+    if rec.get("merged_into") != keep:
+        rec["merged_into"] = keep
+        changed = True
+    return changed
+
+
+def iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+__all__ = ["Consolidator", "lifecycle", "consolidate_groups", "effective_confidence", "settings", "iso_to_epoch", "iso"]

@@ -1,0 +1,514 @@
+"""The normalizer: pending events -> transcript entries -> records -> index.
+
+One run at a time (an OS file lock, released by the kernel if the run dies).  Each
+session's transcript is read only from where the last run stopped (a cursor per
+transcript), all the stop events of one session are coalesced into one read, and
+every event ends in done/ or failed/.  The order of writes makes a crash harmless:
+records first (idempotent upserts), then the cursor, then the events' move to
+done/; a rerun after a crash at any point redoes at most the last step's work and
+writes the same records.
+"""
+import json
+import os
+import sys
+import time
+
+from cortex.core import config as config_mod
+from cortex.inbox import maildir as inbox
+from cortex.core.fsutil import atomic_write_text
+from cortex.core.home import Home
+
+TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
+
+
+class Busy(Exception):
+    pass
+
+
+class RunLock:
+    """An exclusive, non-blocking lock on state/lock.  The kernel releases it when the holder dies,
+    so a lock left by a killed run is simply taken by the next one."""
+
+    def __init__(self, path):
+        self.path, self.fd = path, None
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            import fcntl
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # Windows
+            import msvcrt
+            try:
+                msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                os.close(self.fd)
+                raise Busy(self.holder())
+        except OSError:
+            holder = self.holder()
+            os.close(self.fd)
+            raise Busy(holder)
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, str(os.getpid()).encode())
+        return self
+
+    def holder(self):
+        try:
+            with open(self.path) as f:
+                return f.read().strip() or "?"
+        except OSError:
+            return "?"
+
+    def __exit__(self, *exc):
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def load_json(path, default):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return default
+
+
+def cursor_tombstone_key(path: str) -> str:
+    """The key of the cursor `cortex reset` leaves for a transcript: a hash, not the path itself."""
+    import hashlib
+    return "reset:" + hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Cursors(dict):
+    """state/cursors.json: transcript path -> how far it was read.  A transcript whose project was reset
+    has no entry of its own, only a tombstone under `cursor_tombstone_key`: reading resumes there."""
+
+    def get(self, key, default=None):
+        found = super().get(key)
+        if found is None and isinstance(key, str):
+            found = super().get(cursor_tombstone_key(key))
+        return default if found is None else found
+
+
+def cursors_text(cursors: dict) -> str:
+    """state/cursors.json as one line per transcript, keys sorted: a person greps a transcript's line, and
+    the whole file is written after every window, so it is encoded by json's C encoder (which `indent`
+    would turn off: the pure-Python one took 7 ms per write at 70 transcripts, and grows with the file)."""
+    dumps = json.dumps
+    body = ",\n".join("%s: %s" % (dumps(k), dumps(cursors[k], sort_keys=True)) for k in sorted(cursors))
+    return "{\n%s\n}\n" % body if body else "{}\n"
+
+
+def nothing_to_do(home: Home) -> bool:
+    """Cheap check before any heavy import: no pending or orphaned claimed events."""
+    for state in ("pending", "claimed"):
+        try:
+            if any(not n.startswith(".") for n in os.listdir(home.inbox_dir(state))):
+                return False
+        except FileNotFoundError:
+            pass
+    return True
+
+
+def out_of_space(e: BaseException) -> bool:
+    """A write failed because the disk is full or read-only (the run must stop, not quarantine)."""
+    import errno
+    import sqlite3
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG, errno.EROFS):
+        return True
+    return isinstance(e, sqlite3.OperationalError) and any(
+        w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database"))
+
+
+def safe_transcript_path(path):
+    return (isinstance(path, str) and path and "\x00" not in path and os.path.isabs(path)
+            and path.lower().endswith(TRANSCRIPT_SUFFIXES))
+
+
+class Run:
+    def __init__(self, home: Home, cfg: dict, log, progress=None, now: float = None):
+        self.home, self.cfg, self.log = home, cfg, log
+        self.progress = progress
+        self.now = now
+        from cortex.curate.consolidate import Consolidator
+        from cortex.store.records import RecordStore
+        self.store = RecordStore(home.records)
+        self.cons = Consolidator(home, self.store, cfg)
+        self.all_changed = set()
+        self.cursors = Cursors(load_json(home.cursors, {}))
+        self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
+                      "unchanged": 0, "rejected": 0, "bytes": 0}
+        self.touched_scopes = set()
+
+    # -- events -------------------------------------------------------------------------
+    def sweep_leftovers(self, stale_after: float = 3600.0):
+        """Temp files of a writer that was killed mid-write (atomic writes never leave a half file in
+        place, but their temp files stay).  All of them after a run that did not finish; otherwise
+        those older than an hour (`cortex remember`, `edit` and recall write records without the run
+        lock, but their temp files live for milliseconds)."""
+        marker = self.home.path("state", "running")
+        self.recover_tmp()
+        cutoff = time.time() if os.path.exists(marker) else time.time() - stale_after
+        for folder in (self.home.records, self.home.path("state"), self.home.path("index")):
+            for root, _, files in os.walk(folder):
+                for name in files:
+                    if not (name.startswith(".") and name.endswith(".tmp") or name.endswith(".part")):
+                        continue
+                    p = os.path.join(root, name)
+                    try:
+                        if os.lstat(p).st_mtime <= cutoff:
+                            os.unlink(p)
+                            self.log.info("temp_leftover_removed", file=os.path.relpath(p, self.home.root))
+                    except OSError:
+                        pass
+        atomic_write_text(marker, str(os.getpid()))
+
+    def recover_tmp(self, older_than: float = 600.0):
+        """inbox/tmp/ files a hook left when it was killed: a complete event is delivered to pending/,
+        anything else is removed.  Only files older than `older_than` seconds (a hook may be writing)."""
+        cutoff = time.time() - older_than
+        folder = self.home.inbox_dir("tmp")
+        for name in inbox.list_names(self.home, "tmp"):
+            p = os.path.join(folder, name)
+            try:
+                if os.lstat(p).st_mtime > cutoff:
+                    continue
+                if name.endswith(".json") and not os.path.islink(p):
+                    with open(p, "rb") as f:
+                        json.loads(f.read().decode("utf-8"))
+                    os.rename(p, os.path.join(self.home.inbox_dir("pending"), name))
+                    self.log.info("tmp_event_recovered", event_file=name)
+                    continue
+            except (OSError, ValueError):
+                pass
+            try:
+                os.unlink(p)
+                self.log.info("tmp_leftover_removed", file=name)
+            except OSError:
+                pass
+
+    def run(self):
+        self.sweep_leftovers()
+        names = inbox.claim_all(self.home)
+        self.stats["events"] = len(names)
+        groups = {}
+        for name in names:
+            event, reason = inbox.load(self.home, name)
+            if event is None:
+                self._fail(name, reason)
+                continue
+            p = event["payload"]
+            key = (event["client"], str(p.get("session_id") or ""), str(p.get("transcript_path") or ""))
+            groups.setdefault(key, []).append((name, event))
+        for i, (key, evs) in enumerate(sorted(groups.items(), key=lambda kv: min(e["captured_at"] for _, e in kv[1]))):
+            evs.sort(key=lambda ne: (ne[1]["captured_at"], ne[0]))
+            try:
+                self.session(evs)
+            except Exception as e:  # one broken session never stops the batch
+                if out_of_space(e):
+                    # not the events' fault: stop here, leave them claimed, and the next run resumes
+                    self.log.error("normalize_stopped", reason="no space or read-only: %s" % e,
+                                   hint="free disk space; pending events are kept")
+                    raise
+                self.log.exception("session_failed", session=key[1], client=key[0])
+                for name, _ in evs:
+                    self._fail(name, "normalizer error while reading this session: %s: %s; "
+                                     "fix the cause, then `cortex inbox retry`" % (type(e).__name__, e))
+            if self.progress:
+                self.progress(i + 1, len(groups))
+        self.finish_index()
+        self.cleanup_blobs()
+        self.prune_done()
+        try:
+            os.unlink(self.home.path("state", "running"))
+        except OSError:
+            pass
+        return self.stats
+
+    def _fail(self, name, reason):
+        self.log.warning("event_failed", event_file=name, reason=reason)
+        try:
+            inbox.fail(self.home, name, reason)
+        except FileNotFoundError:
+            pass
+        self.stats["failed"] += 1
+
+    # -- one session --------------------------------------------------------------------
+    def transcript_source(self, evs):
+        """(path to read, reason if none).  The client's file if it is still there, else our captured copy."""
+        last = evs[-1][1]
+        path = last["payload"].get("transcript_path")
+        if path and not safe_transcript_path(path):
+            return None, "transcript_path %r is not an absolute path to a .jsonl/.json file; ignored" % (str(path)[:200],)
+        if path and os.path.isfile(path) and not os.path.islink(path):
+            return path, None
+        linked = bool(path) and os.path.islink(path)
+        for _, ev in reversed(evs):
+            blob = (ev.get("transcript") or {}).get("blob")
+            if blob and "/" not in blob and "\\" not in blob:
+                bp = os.path.join(self.home.blobs, blob)
+                if os.path.isfile(bp) and not os.path.islink(bp):
+                    return bp, None
+        if not path:
+            return None, "the hook payload names no transcript_path"
+        if linked:
+            return None, ("transcript_path %s is a symbolic link; Cortex reads only regular files it is named "
+                          "directly (and no copy was captured)" % path)
+        return None, ("transcript %s is gone and no copy was captured (the client may have deleted it); "
+                      "nothing to read" % path)
+
+    def session(self, evs):
+        from cortex.ingest import adapters
+        from cortex.ingest.extract import Context, extract
+        last = evs[-1][1]
+        payload = last["payload"]
+        src, reason = self.transcript_source(evs)
+        if src is None:
+            for name, _ in evs:
+                self._fail(name, reason)
+            return
+        hint = last["client"] if last["client"] != "unknown" else None
+        adapter = adapters.detect(src, hint)
+        if adapter is None:
+            for name, _ in evs:
+                self._fail(name, "transcript %s is not in a format Cortex reads (Claude Code, Codex, Gemini)" % src)
+            return
+        from cortex.ingest.adapters.base import TooLarge
+        key = os.path.realpath(payload.get("transcript_path") or src)
+        cur = self.cursors.get(key) or {}
+        size = os.path.getsize(src)
+        offset = int(cur.get("offset", 0))
+        if offset > size and adapter.client != "gemini":
+            offset, cur = 0, {}  # the file was replaced or truncated: read it again
+        limits = self.read_limits()
+        parts = adapter.windows(src, offset, **limits)
+        try:
+            res = next(parts)
+        except TooLarge as e:
+            for name, _ in evs:
+                self._fail(name, str(e))
+            return
+        self.stats["bytes"] += max(size - offset, 0)
+        totals = {"entries": 0, "candidates": 0, "bad_lines": 0, "windows": 0}
+        # One window at a time: its records, their index rows, then the cursor, so memory stays
+        # bounded and a run killed between windows resumes where the last one ended.
+        while res is not None:
+            ctx = self.context(adapter, payload, last, src, res, cur)
+            cands, state = extract(res.entries, ctx, cur.get("state"))
+            self.store_candidates(cands, ctx)
+            from cortex.store.redact import clean
+            cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
+                   "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
+                   "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
+            self.index_changes()
+            self.save_cursors({key: cur})
+            totals["entries"] += len(res.entries)
+            totals["candidates"] += len(cands)
+            totals["bad_lines"] += res.bad_lines
+            totals["windows"] += 1
+            truncated, warnings = res.truncated, res.warnings
+            if warnings:  # an exception's message may quote the transcript: redacted like a record
+                self.log.info("transcript_notes", transcript=ctx.transcript,
+                              notes=[clean(w)[0][:300] for w in warnings[:5]])
+            res = cands = None  # let the window go before the next is read
+            res = next(parts, None)
+        for comp in adapter.companions(src):
+            ckey = os.path.realpath(comp)
+            ccur = self.cursors.get(ckey) or {}
+            coff = int(ccur.get("offset", 0))
+            if coff > os.path.getsize(comp):
+                coff, ccur = 0, {}
+            cctx = Context(**dict(ctx.__dict__, transcript=comp))
+            for cres in adapter.windows(comp, coff, **limits):
+                ccands, cstate = extract(cres.entries, cctx, ccur.get("state"))
+                ccands = [c for c in ccands if c.type not in ("progress", "plan")]
+                self.store_candidates(ccands, ctx)
+                ccur = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
+                        "state": cstate, "companion_of": key}
+                self.index_changes()
+                self.save_cursors({ckey: ccur})
+                totals["candidates"] += len(ccands)
+        for name, _ in evs:
+            inbox.done(self.home, name)
+            self.stats["done"] += 1
+        self.stats["sessions"] += 1
+        self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
+                      truncated=truncated, events=len(evs), **totals)
+
+    def read_limits(self) -> dict:
+        conf = self.cfg["normalize"]
+        return {"window": int(conf["window_bytes"]), "max_line": int(conf["max_line_bytes"]),
+                "max_document": int(conf["max_document_bytes"])}
+
+    def context(self, adapter, payload, last, src, res, cur):
+        """What extraction needs to know about the session, as of this window."""
+        from cortex.model import scope
+        from cortex.ingest.extract import Context
+        cwd = payload.get("cwd") or res.meta.cwd or cur.get("cwd")
+        project = scope.project_for(cwd) if cwd else scope.project_for(os.path.dirname(src))
+        domain = scope.domain_for(project, self.cfg)
+        return Context(client=adapter.client, session=payload.get("session_id") or res.meta.session_id,
+                       transcript=payload.get("transcript_path") or src, project=project["id"], domain=domain,
+                       branch=res.meta.git_branch or cur.get("branch"), fallback_time=last["captured_at"],
+                       keyword_min_confidence=self.cfg["extraction"]["keyword_min_confidence"],
+                       max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
+
+    def store_candidates(self, cands, ctx):
+        """Write the candidates as records (placed, merged, linked, superseding), in order."""
+        from cortex.model.freshness import file_state
+        for c in cands:
+            cand = c.to_store(ctx)
+            if cand.get("files") and c.type not in ("progress", "summary"):
+                cand["file_state"] = file_state(cand["files"], ctx.cwd)
+            into, related = self.cons.place(cand)
+            if related:
+                cand["related"] = related
+            rec, action = self.store.upsert(cand, into=into)
+            self.stats[action] = self.stats.get(action, 0) + 1
+            if rec is None:
+                continue
+            self.touched_scopes.add(rec["scope_id"])
+            self.store.changed.add(rec["id"])  # a run that died after writing it may not have indexed it
+            self.cons.written(rec)
+            if related:
+                self.cons.link_back(rec)
+            if self.cons.supersede(rec):
+                self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            if self.cons.flag_conflicts(rec):
+                self.stats["conflicts"] = self.stats.get("conflicts", 0) + 1
+        for text, why in self.store.rejected:
+            self.log.warning("candidate_rejected", text=text, reason=why)
+        self.store.rejected.clear()
+
+    def save_cursors(self, changed: dict):
+        # records are on disk and indexed before this: a run that dies here reads the window again
+        # and the upserts find their records already written
+        self.cursors.update(changed)
+        atomic_write_text(self.home.cursors, cursors_text(self.cursors))
+
+    # -- index and housekeeping ---------------------------------------------------------
+    def index_changes(self, scopes=()):
+        from cortex.store.indexer import update_index
+        if self.store.changed or scopes:
+            update_index(self.home, self.cfg, set(self.store.changed), set(scopes))
+            self.all_changed |= self.store.changed
+            self.store.changed.clear()
+
+    def finish_index(self):
+        from cortex.curate.consolidate import lifecycle
+        if not self.all_changed and not self.stats["sessions"]:
+            return
+        for rid, action, why in lifecycle(self.home, self.store, self.cfg, now=self.now):
+            self.stats[action + "d"] = self.stats.get(action + "d", 0) + 1
+            self.log.info("lifecycle", record=rid, action=action, reason=why)
+        scopes = set(self.touched_scopes)
+        if self.store.changed:
+            from cortex.store.index import connect
+            con = connect(self.home.index_db, readonly=True)
+            try:
+                for (sid,) in con.execute("SELECT DISTINCT scope_id FROM records WHERE id IN (%s)" % ",".join(
+                        "?" * len(self.store.changed)), sorted(self.store.changed)):
+                    scopes.add(sid)
+            finally:
+                con.close()
+        self.index_changes(scopes)
+
+    def prune_done(self):
+        """Processed events are kept for inspection for a while, then deleted."""
+        cutoff = time.time() - float(self.cfg["normalize"]["done_retention_days"]) * 86400
+        for name in inbox.list_names(self.home, "done"):
+            p = os.path.join(self.home.inbox_dir("done"), name)
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    os.unlink(p)
+            except OSError:
+                pass
+
+    def cleanup_blobs(self):
+        """Drop captured transcript links no pending event needs, once untouched for the retention time."""
+        keep_hours = float(self.cfg["normalize"]["blob_retention_hours"])
+        if not os.path.isdir(self.home.blobs) or inbox.list_names(self.home, "pending"):
+            return
+        cutoff = time.time() - keep_hours * 3600
+        for name in os.listdir(self.home.blobs):
+            p = os.path.join(self.home.blobs, name)
+            try:
+                if os.lstat(p).st_mtime < cutoff:
+                    os.unlink(p)
+            except OSError:
+                pass
+
+
+def run(home: Home = None, quiet: bool = False, progress=None, now: float = None) -> dict:
+    """One normalizer run.  Returns its stats, or {'busy': pid} when another run holds the lock."""
+    home = (home or Home()).ensure()
+    if nothing_to_do(home) and os.path.exists(home.config_json):
+        return {"events": 0, "idle": True}
+    from cortex.core.log import get_logger
+    log = get_logger(home, component="normalize")
+    t0 = time.time()
+    try:
+        with RunLock(home.lock):
+            cfg = config_mod.load(home, fast=False)
+            config_mod.write_snapshot(home, cfg)
+            stats = Run(home, cfg, log, progress, now=now).run()
+            stats["duration_ms"] = int((time.time() - t0) * 1000)
+            atomic_write_text(home.path("state", "last_run.json"),
+                              json.dumps(dict(stats, finished_at=now_iso()), indent=1, sort_keys=True))
+            log.info("normalize_done", **stats)
+            return stats
+    except Busy as b:
+        log.info("normalize_busy", holder=str(b))
+        return {"busy": str(b)}
+
+
+def main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="cortex-normalize",
+                                 description="Turn pending Cortex events into records and refresh the index.")
+    ap.add_argument("--watch", action="store_true", help="keep running: normalize shortly after events arrive")
+    ap.add_argument("--quiet", "-q", action="store_true", help="print nothing unless something failed")
+    args = ap.parse_args(argv)
+    os.umask(0o077)  # everything Cortex creates is the user's alone
+    home = Home()
+    if args.watch:
+        from cortex.inbox.watch import watch
+        return watch(home)
+    try:
+        stats = run(home)
+    except config_mod.ConfigError as e:
+        from cortex.core.log import error_line, get_logger
+        get_logger(home, component="normalize").error("config_invalid", error=str(e))
+        error_line(str(e), "see docs/configuration.md")
+        return 2
+    except Exception as e:
+        if not (isinstance(e, OSError) or out_of_space(e)):
+            raise
+        from cortex.core.log import error_line
+        error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
+                   "check that it is writable and the disk is not full; pending events are kept")
+        return 1
+    if "busy" in stats:
+        if not args.quiet:
+            print("cortex-normalize: another run is in progress (pid %s); nothing to do" % stats["busy"])
+        return 0
+    if not args.quiet:
+        if stats.get("idle"):
+            print("cortex-normalize: nothing pending")
+        else:
+            print("cortex-normalize: %(events)d events, %(sessions)d sessions, %(created)d records created, "
+                  "%(merged)d merged, %(failed)d failed (%(duration_ms)d ms)" % stats)
+    if stats.get("failed"):
+        sys.stderr.write("cortex-normalize: %d event(s) quarantined in %s; see the .reason.txt files, "
+                         "then `cortex inbox retry`\n" % (stats["failed"], home.inbox_dir("failed")))
+    return 0
+
+
+def run_main():
+    sys.exit(main())
