@@ -14,7 +14,7 @@ def cmd_demo(args):
 
 
 def cmd_normalize(args):
-    from cortex.ingest.run import main
+    from cortex.cli.normalize import main
     return main((["--watch"] if args.watch else []) + (["--quiet"] if args.quiet else []))
 
 
