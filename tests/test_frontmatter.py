@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cortex.bench import run as bench
 
-from cortex.store import frontmatter, indexer, records
+from cortex.store import frontmatter, records
 from cortex.core.home import Home
 from cortex.model.freshness import file_state
 

@@ -2,7 +2,6 @@
 docs/architecture.md.  A lower layer never imports a higher one, and sibling stages never import each
 other, so data flows one way: capture -> inbox -> ingest -> store -> brief."""
 import ast
-import os
 from pathlib import Path
 
 import pytest

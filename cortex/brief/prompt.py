@@ -18,7 +18,6 @@ DEFAULTS = {"max_records": 3, "max_tokens": 300, "min_score": 4.0, "min_terms": 
 
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
     """[(record, bm25 score)] best first, excluding what the session-start block shows."""
-    from cortex.brief import render
     from cortex.model import rank
     from cortex.model import scope
     from cortex.store.index import bm25_scores, connect

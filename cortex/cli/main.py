@@ -165,7 +165,7 @@ def build_parser(command: str = None):
 
     if not light:
         try:  # client hook installation and scheduling live in their own modules
-            from cortex.install.hooks import add_commands as add_install_commands
+            from cortex.cli.clients import add_commands as add_install_commands
             add_install_commands(sub)
         except ImportError:
             pass

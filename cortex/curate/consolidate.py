@@ -12,7 +12,7 @@ import os
 import re
 import time
 
-from cortex.model.decay import active_days, effective_confidence, elapsed_days, settings  # noqa: F401
+from cortex.model.decay import effective_confidence, elapsed_days, settings
 from cortex.store.index import connect, iso_to_epoch
 
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}

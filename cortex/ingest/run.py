@@ -10,7 +10,6 @@ writes the same records.
 """
 import json
 import os
-import sys
 import time
 
 from cortex.core import config as config_mod
