@@ -351,6 +351,13 @@ def ing(verb_phrase):
     return (g + " " + rest).strip()
 
 
+def ack(rng, rule, detail_mode):
+    if detail_mode == "ack":
+        return rng.choice(["Makes sense. ", "Right: ", "Good point. ", ""]) + rule["detail"] + " " + rng.choice(
+            ["I'll build that in.", "I'll handle that case explicitly.", "Adding that."])
+    return rng.choice(COND_ACK)
+
+
 def rule_chat(chat, rng, rule, style):
     S = ("`%s`" % rule["code"]) if style == "code" else rule["prose"]
     mod = rule["file"].split("/")[-2]
@@ -366,34 +373,41 @@ def rule_chat(chat, rng, rule, style):
 
     for _ in range(fillers_before):
         filler(chat, rng, rule["file"], mod)
+    detail_mode = rng.choice(["opener", "with-cond", "ack"])   # who explains the situation behind the condition
     opener = rng.choice(OPENERS).format(**f)
+    if detail_mode == "opener":
+        opener += rng.choice(["\n\nSome background: ", " For context: ", " "]) + rule["detail"]
     if reject_mode == "user-first":
         opener += " " + rng.choice(REJECT_BY_USER).format(**f)
     chat.user(opener)
     investigate(chat, rng, rule)
     chat.say(rng.choice(PROPOSE).format(**f))
+    if cond_mode == "with-agree" and detail_mode == "with-cond":
+        AGREE = [t + " " + rule["detail"].replace("{", "{{").replace("}", "}}") for t in AGREE_WITH_COND]
+    else:
+        AGREE = AGREE_WITH_COND
     if reject_mode == "ask":
         chat.user(rng.choice(USER_ASKS_NAIVE).format(**f))
         chat.say(rng.choice(ASSISTANT_EXPLAINS_NAIVE).format(**f) + " " + rng.choice(
             ["So I'd stick with my suggestion.", "I'd still go with the first option.", "Hence the proposal above."]))
-        chat.user(rng.choice(USER_ACCEPTS_EXPLANATION) + " " + (rng.choice(AGREE_WITH_COND).format(**f)
+        chat.user(rng.choice(USER_ACCEPTS_EXPLANATION) + " " + (rng.choice(AGREE).format(**f)
                                                                if cond_mode == "with-agree" else rng.choice(AGREE_PLAIN)))
     else:
         if reject_mode == "offer":
             chat.say(rng.choice(ASSISTANT_OFFERS_NAIVE).format(**f))
             chat.user(rng.choice(USER_REJECTS_OFFER).format(**f) + " " + (
-                rng.choice(AGREE_WITH_COND).format(**f) if cond_mode == "with-agree" else "Your first idea is better, go with that."))
+                rng.choice(AGREE).format(**f) if cond_mode == "with-agree" else "Your first idea is better, go with that."))
         else:
-            chat.user(rng.choice(AGREE_WITH_COND).format(**f) if cond_mode == "with-agree" else rng.choice(AGREE_PLAIN))
+            chat.user(rng.choice(AGREE).format(**f) if cond_mode == "with-agree" else rng.choice(AGREE_PLAIN))
     if cond_mode == "with-agree":
-        chat.say(rng.choice(COND_ACK))
+        chat.say(ack(rng, rule, detail_mode))
     for _ in range(fillers_mid):
         filler(chat, rng, rule["file"], mod)
     if cond_mode == "later":
         implement(chat, rng, rule, fail_first=False)
         chat.say(rng.choice(["First version is in.", "Basic version done, tests pass."]))
-        chat.user(rng.choice(COND_LATER).format(**f))
-        chat.say(rng.choice(COND_ACK))
+        chat.user(rng.choice(COND_LATER).format(**f) + ((" " + rule["detail"]) if detail_mode == "with-cond" else ""))
+        chat.say(ack(rng, rule, detail_mode))
     implement(chat, rng, rule)
     chat.say(rng.choice(SUMMARY).format(**f) if summary else rng.choice(CLOSE_NO_SUMMARY))
     for _ in range(fillers_after):
