@@ -119,28 +119,36 @@ class Cortex:
         return p.stdout.decode("utf-8")
 
 
-LINE_RE = re.compile(r"^- \[[^\]]*\]\s*(.*)$")
+LINE_RE = re.compile(r"^- \[([a-z]+)[^\]]*\]\s*(.*)$")
 
 
 def prompt_lines(output):
-    return [m.group(1).strip() for m in (LINE_RE.match(l.strip()) for l in output.splitlines()) if m]
+    """[(type, body)] of the record lines cortex-prompt printed ("- [type, age, conf] body")."""
+    return [(m.group(1), m.group(2).strip()) for m in (LINE_RE.match(l.strip()) for l in output.splitlines()) if m]
 
 
-def attribute_line(line, records, chat_tokens):
-    """Sessions a printed cortex-prompt line comes from.  Rule 1: the line's text (without a trailing '…')
-    is a prefix of, or equal to, exactly one record's text (or one record's text is inside it): that
-    record's provenance sessions.  Rule 2 (fallback): the chat(s) containing the largest share of the
-    line's word tokens, if that share is at least 0.8."""
-    t = line.rstrip("…").rstrip(".").strip()
-    cands = [r for r in records.values() if r.get("text") and (r["text"].startswith(t) or t in r["text"]
-                                                               or r["text"].rstrip(".") in line)]
-    if len(cands) >= 1:
+def attribute_line(rtype, body, records, chat_tokens):
+    """Sessions a printed cortex-prompt line comes from, and which rule said so.
+
+    Rule 1 (record-text): drop the renderer's decorations (a "Last session: " / "Plan: " prefix, a trailing
+    "(files…)" note, a trailing "…"), then find the records of the printed type whose word tokens start with
+    the line's word tokens (equal, or the line is a cut of the record).  The sessions are their provenance
+    sessions (a merged record can name several).
+    Rule 2 (overlap, fallback): the chat(s) holding the largest share of the line's word tokens, if that share
+    is at least 0.8."""
+    body = re.sub(r"^(Last session|Plan): ", "", body)
+    variants = [body, re.sub(r"\s*\([^()]*\)$", "", body)]
+    for v in variants:
+        vt = tokens(v.rstrip("…"))
+        if not vt:
+            continue
+        cands = [r for r in records.values() if r.get("type") == rtype and tokens(r.get("text", ""))[:len(vt)] == vt]
         sess = set()
         for r in cands:
             sess |= {p.get("session") for p in r.get("provenance") or [] if p.get("session")}
         if sess:
             return sess, "record-text"
-    toks = set(tokens(line))
+    toks = set(tokens(body))
     if not toks:
         return set(), "none"
     shares = {sid: len(toks & ct) / len(toks) for sid, ct in chat_tokens.items()}
@@ -235,8 +243,9 @@ def main(argv=None):
                                 "kinds": sorted({kind_of.get(x, "?") for x in s})} for h, s in hits[:K]]}
         out = cx.prompt(q["text"], client_dir)
         lines = prompt_lines(out)
-        attributed = [attribute_line(l, records, chat_tokens) for l in lines]
-        res["prompt_lines"] = [{"text": l, "sessions": sorted(s), "by": how} for l, (s, how) in zip(lines, attributed)]
+        attributed = [attribute_line(t, body, records, chat_tokens) for t, body in lines]
+        res["prompt_lines"] = [{"type": t, "text": body, "sessions": sorted(s), "by": how}
+                               for (t, body), (s, how) in zip(lines, attributed)]
         res["prompt_hit"] = any(s & set(q["accept"]) for s, _ in attributed)
         if baseline:
             bl = baseline(q["text"], k=k)
