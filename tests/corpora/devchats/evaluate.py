@@ -239,7 +239,7 @@ def main(argv=None):
         sess_lists = [s for _, s in hits]
         res = {"id": q["id"], "kind": q["kind"], "text": q["text"], "target": q["target"], "accept": q["accept"],
                "cortex_rank": rank_of(sess_lists[:K], q["accept"]),
-               "cortex_hits": [{"id": h["id"], "type": h["type"], "sessions": sorted(s),
+               "cortex_hits": [{"id": h["id"], "type": h["type"], "text": h.get("text", "")[:200], "sessions": sorted(s),
                                 "kinds": sorted({kind_of.get(x, "?") for x in s})} for h, s in hits[:K]]}
         out = cx.prompt(q["text"], client_dir)
         lines = prompt_lines(out)

@@ -294,8 +294,8 @@ AGREE_WITH_COND = [
     "yes, but {cond}.",
     "Ok, let's do it, though {cond}.",
     "Go with that. One condition: {cond}.",
-    "Sounds right to me. Just make sure that {cond}.",
-    "Fine, as long as {cond}.",
+    "Sounds right to me. One thing though: {cond}.",
+    "Agreed, with one tweak: {cond}.",
     "Yep. Caveat: {cond}.",
 ]
 AGREE_PLAIN = ["sounds good", "go with that", "Yes, let's do that.", "ok, do it", "That works for me.", "👍 go ahead"]
@@ -552,12 +552,17 @@ QUESTIONS = [
     "What does the `settings` argument of {S} actually do?",
     "Explain `{file}` to me in two paragraphs.",
 ]
-OPS = [
-    "CI is red on main: the lint job fails on `{file}`.",
-    "Bump the carrier SDK to the latest minor version and check nothing breaks.",
-    "The Docker build takes 9 minutes, can we cache the pip layer?",
-    "Sentry shows a KeyError in {S} since this morning, can you find out why?",
-    "{S} got slow after yesterday's deploy, p95 went from 80 ms to 900 ms.",
+OPS = [   # (request, what the assistant found)
+    ("CI is red on main: the lint job fails on `{file}`.",
+     "A recent merge changed the import order in `{file}`, which the linter flags. Fixed."),
+    ("Bump the carrier SDK to the latest minor version and check nothing breaks.",
+     "Bumped it; the only change we depend on is a renamed timeout argument, which I updated."),
+    ("The Docker build takes 9 minutes, can we cache the pip layer?",
+     "Pinned the base image and moved the requirements copy before the source copy so the layer caches."),
+    ("Sentry shows a KeyError in {S} since this morning, can you find out why?",
+     "The KeyError happens when the settings dict lacks `region`; I added a default."),
+    ("{S} got slow after yesterday's deploy, p95 went from 80 ms to 900 ms.",
+     "The slowdown is an N+1 query introduced in the last merge; I added a `select_related`."),
 ]
 
 
@@ -598,15 +603,13 @@ def unrelated_chat(chat, rng, file, code):
                  "the rows it needs with a lock, applies the per-item logic in `_apply`, and logs at debug level. Its "
                  "tests are in `%s`." % (cap(S), test_file(file)))
     else:
-        chat.user(rng.choice(OPS).format(**f))
+        req, found = rng.choice(OPS)
+        chat.user(req.format(**f))
         chat.tool("Bash", {"command": rng.choice(["git log --oneline -5 -- %s" % file, "ruff check %s" % file,
                                                   "docker build . --progress=plain | tail -5"]),
                            "description": "Investigate"},
                   "a1b2c3d Merge branch 'feature/%s'\n9f8e7d6 %s: tidy imports" % (mod, mod))
-        chat.say(rng.choice(["Found it: a recent merge changed the import order, which the linter flags. Fixed.",
-                             "The slowdown is an N+1 query introduced in the last merge; I added a `select_related`.",
-                             "The KeyError happens when the settings dict lacks `region`; I added a default.",
-                             "Pinned the base image and moved the requirements copy before the source copy so the layer caches."]))
+        chat.say(found.format(**f))
         chat.tool("Bash", {"command": "pytest -q", "description": "Run the suite"}, pytest_out(rng, file, rng.randint(100, 400)))
         chat.say("Suite passes.")
     if rng.random() < 0.5:
