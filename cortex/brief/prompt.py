@@ -13,9 +13,6 @@ import time
 from cortex.core import config as config_mod
 from cortex.core.home import Home
 
-DEFAULTS = {"max_records": 3, "max_tokens": 300, "min_score": 4.0, "min_terms": 2}
-
-
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
     """[(record, bm25 score)] best first, excluding what the session-start block shows."""
     from cortex.model import rank
@@ -23,7 +20,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     from cortex.store.index import bm25_scores, connect
     from cortex.brief.session_start import COLUMNS, _rows, build
     from cortex.store.terms import query_terms
-    pcfg = dict(DEFAULTS, **(cfg.get("prompt") or {}))
+    pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
     terms = query_terms(prompt or "")
     if len(set(terms)) < pcfg["min_terms"] or not os.path.exists(home.index_db):
         return []

@@ -30,6 +30,7 @@ from cortex.core.errors import CortexError
 from cortex.core.home import INBOX_STATES, Home
 from cortex.core.lock import locked
 from cortex.inbox.cursors import read_cursors
+from cortex.inbox.maildir import MAX_EVENT_BYTES
 
 
 ID_RE = re.compile(r"^r[0-9a-f]{16}$")
@@ -348,7 +349,7 @@ def _inbox_events(home, states):
         for name in _event_names(home, state):
             path = os.path.join(folder, name)
             try:
-                if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
+                if os.path.islink(path) or os.path.getsize(path) > MAX_EVENT_BYTES:
                     continue
                 with open(path, encoding="utf-8") as f:
                     ev = json.load(f)
