@@ -357,6 +357,7 @@ SLOW = (
     "test_normalize.py::test_sigkill_at_several_moments_then_rerun",
     "test_index.py::test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reindex_empties_the_wal",
     "test_schemas.py::test_the_event_check_never_passes_what_jsonschema_rejects",
+    "test_devchats.py::test_the_evaluation_runs_end_to_end_beside_rank_bm25",
 )
 
 

@@ -18,7 +18,8 @@ both see the same machine load:
 Prints medians with min/max, the ratio to the interpreter's own start-up (median/median and
 fastest/fastest), peak memory (the max RSS of the measured process itself, from wait4), and each
 case's target with whether it is met.  `--json FILE` writes the rows.  `--locomo` runs the LoCoMo
-retrieval benchmark instead (`cortex.bench.locomo`).
+retrieval benchmark instead (`cortex.bench.locomo`), `--devchats` the developer-chat memory benchmark
+(`cortex.bench.devchats`).
 
 Only `os` and `sys` are imported at module level, so the CLI can declare these options cheaply.
 """
@@ -889,11 +890,16 @@ def add_arguments(ap) -> None:
     ap.add_argument("--json", metavar="FILE", dest="json_path", help="also write the rows as JSON to FILE")
     ap.add_argument("--locomo", action="store_true",
                     help="run the LoCoMo retrieval benchmark instead (see python -m cortex.bench.locomo --help)")
+    ap.add_argument("--devchats", action="store_true",
+                    help="run the developer-chat memory benchmark instead (see python -m cortex.bench.devchats --help)")
     ap.add_argument("--data", help="LoCoMo: path of locomo10.json (default $CORTEX_LOCOMO or "
                                    "<repo>/../shared/bench-data/locomo/locomo10.json)")
 
 
 def run_args(args) -> int:
+    if getattr(args, "devchats", False):
+        from cortex.bench.devchats import evaluate
+        return evaluate.main([])
     if getattr(args, "locomo", False):
         from cortex.bench import locomo
         return locomo.main(["--data", args.data] if getattr(args, "data", None) else [])
