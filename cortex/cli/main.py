@@ -5,6 +5,7 @@ import os
 import sys
 
 from cortex import __version__
+from cortex.core.errors import CortexError
 from cortex.core.home import Home
 
 
@@ -101,6 +102,11 @@ def cmd_lifecycle(args):
     return 0
 
 
+def cmd_mcp(args):
+    from cortex.cli.mcp_server import main as mcp_main
+    return mcp_main()
+
+
 def cmd_bench(args):
     from cortex.bench.run import run_args
     return run_args(args)
@@ -151,6 +157,11 @@ def build_parser(command: str = None):
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_lifecycle)
 
+    p = sub.add_parser("mcp", help="serve memory as MCP tools over stdio (search, timeline, get, remember, forget)",
+                       description="A stdio MCP server for the client to start (needs pip install "
+                                   "'cortex-memory[mcp]'); see docs/clients.md.")
+    p.set_defaults(func=cmd_mcp)
+
     p = sub.add_parser("bench", help="benchmarks: hot paths beside python3 -c pass; --locomo for retrieval")
     if not light:
         from cortex.bench.run import add_arguments as add_bench_arguments
@@ -184,6 +195,10 @@ def main(argv=None):
         return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
+    except CortexError as e:
+        from cortex.core.log import error_line
+        error_line(str(e), e.hint)
+        return e.code
     except BrokenPipeError:  # output piped into head/less that closed early: not an error
         try:
             sys.stdout = open(os.devnull, "w")
