@@ -30,6 +30,13 @@ def format_install_report(r: dict) -> str:
 
 def _install_cmd(args):
     from cortex.core.log import error_line
+    if getattr(args, "mcp", False) and args.client == "claude-code" and args.user:
+        from cortex.install import mcp
+        try:  # refuse before the hooks change, not halfway
+            mcp.apply(args.client, args.command, user=True, dry_run=True)
+        except hooks.InstallError as e:
+            error_line(str(e))
+            return 1
     try:
         report = hooks.apply(args.client, args.command, project=args.project, user=args.user, dry_run=args.dry_run)
     except hooks.InstallError as e:
@@ -37,13 +44,26 @@ def _install_cmd(args):
             print(json.dumps({"client": args.client, "action": args.command, "error": str(e)}))
         error_line(str(e))
         return 1
+    mcp_report = None
+    if getattr(args, "mcp", False):
+        from cortex.install import mcp
+        try:
+            mcp_report = mcp.apply(args.client, args.command, project=args.project, user=args.user,
+                                   dry_run=args.dry_run)
+        except hooks.InstallError as e:
+            error_line(str(e))
+            return 1
     if args.json:
         out = dict(report)
         if not args.dry_run:
             out.pop("settings", None)
+        if mcp_report is not None:
+            out["mcp"] = mcp_report
         print(json.dumps(out, indent=1, ensure_ascii=False))
     else:
         print(format_install_report(report))
+        if mcp_report is not None:
+            print(format_install_report(dict(mcp_report, client=mcp_report["client"] + " (MCP server)")))
     return 0
 
 
@@ -54,6 +74,8 @@ def _add_target_args(p):
                        help="the project's settings (default for claude-code and gemini: the current directory)")
     where.add_argument("--user", action="store_true",
                        help="the user's settings in the home directory (default for codex: $CODEX_HOME/hooks.json)")
+    p.add_argument("--mcp", action="store_true",
+                   help="also register (or remove) `cortex mcp`, the MCP server (docs/clients.md)")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
