@@ -1,6 +1,7 @@
 """The session-start block: chosen records, grouped, capped in count, tokens and characters."""
-import re
 import time
+
+from cortex.brief import neutral
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -19,8 +20,6 @@ FOOTER = ("To keep something for future sessions, write it on its own line as "
           "[MEMORY: decision|rejected|learned|gotcha|plan|preference|todo] <one sentence>.\n</cortex-memory>")
 HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 60, 48, 8  # measured 53-54 / 44 with cl100k_base
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
-_NEUTRALISE = re.compile(r"</?\s*cortex-(?:memory|recall)[^>]*>|</?\s*(?:system|system-reminder|assistant|user|"
-                         r"tool_result|tool_use|function_results|function_calls|instructions?)\b[^>]*>", re.I)
 
 
 def age(ts_epoch: float, now: float) -> str:
@@ -36,14 +35,11 @@ def age(ts_epoch: float, now: float) -> str:
     return "%dmo" % (s // (86400 * 30))
 
 
-def safe_text(text: str) -> str:
-    """Memory text is data: it may not close the block or pose as a system, user or tool message, so
-    no angle bracket of it reaches the block (‹ › instead), and it stays on its own line."""
-    text = text.replace("<", "‹").replace(">", "›")
-    return re.sub(r"\s*\n\s*", " ", text).strip()
-
-
 def line_for(rec: dict, now: float) -> str:
+    """One record line.  The whole line, with every piece of text in it (record text, plan items, the
+    branch and files notes), goes through `neutral.line` once: it stays one line and holds no control
+    character and no `<` that could start a tag.  Pieces are folded first so the short cut measures
+    the text as shown."""
     times = rec.get("times") or [0]
     conf = rec["_parts"]["confidence"] if rec.get("_parts") else float(rec.get("confidence", 0))
     meta = "%s, %s, %.2f" % (rec["type"], age(max(times), now), conf)
@@ -53,18 +49,18 @@ def line_for(rec: dict, now: float) -> str:
         meta += ", " + rec["branch_note"]
     if rec["type"] == "plan" and rec.get("plan"):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), safe_text(i.get("text", "")))
+        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), neutral.fold(i.get("text", "")))
                                     for i in rec["plan"])
     elif rec["type"] == "progress":
-        body = "Last session: " + safe_text(rec["text"])
+        body = "Last session: " + neutral.fold(rec["text"])
     else:
-        body = safe_text(rec["text"])
+        body = neutral.fold(rec["text"])
     if rec.get("_short") and len(body) > SHORT_CHARS:
         cut = body.rfind(" ", 0, SHORT_CHARS)
         body = body[: cut if cut > SHORT_CHARS // 2 else SHORT_CHARS].rstrip(",;: ") + "…"
     if rec.get("files_note"):
         body += " (%s)" % rec["files_note"]
-    return "- [%s] %s" % (meta, body)
+    return neutral.line("- [%s] %s" % (meta, body))
 
 
 def select(ordered: list, cfg: dict, now: float = None, check=None):
@@ -151,7 +147,7 @@ def _assemble(lines, project):
         else:
             sec = SECTION_OF.get(rec["type"], "knowledge")
         groups[sec].append(line)
-    out = [HEADER.format(project=safe_text(project).replace('"', ""))]
+    out = [HEADER.format(project=neutral.attribute(project))]
     for key, title in SECTIONS:
         if groups[key]:
             out.append("\n## %s" % title)
