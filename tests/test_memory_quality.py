@@ -273,3 +273,98 @@ def test_subject_extraction():
     assert switch_subject("Use SQLite for the cache") == (None, None)
     assert rejected_subject("Redis for the session cache: it loses entries on failover") == "Redis for the session cache"
     assert rejected_subject("Rejected Kafka because the team has no ops capacity") == "Kafka"
+
+
+def _todos(*items):
+    marks = {"x": "completed", ">": "in_progress", " ": "pending"}
+    return [{"content": t, "status": marks[m], "activeForm": t} for m, t in items]
+
+
+def test_a_plan_finished_in_a_later_session_retires_the_earlier_one(env):
+    """Issue #15: "[>] Add rate limiting" from weeks ago stayed "where you left off" after a later session
+    finished every item of the same plan.  The later plan replaces the earlier one (same work: overlapping
+    items), and once all done it leaves the block taking the replaced plan with it."""
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0 - 21 * 86400)
+    s1.user("Harden the public API: rate limiting, auth headers, request logging.")
+    s1.tool("TodoWrite", todos=_todos(("x", "Add auth header validation"), (">", "Add rate limiting"),
+                                      (" ", "Add request logging")))
+    s1.stop(home)
+    normalize.run(home)
+    assert "[>] Add rate limiting" in block(home, project)[0]
+    s2 = Session(root, project, "s2", T0)
+    s2.user("Finish the API hardening work from last time.")
+    s2.tool("TodoWrite", todos=_todos(("x", "Add rate limiting to the API"), ("x", "Add request logging"),
+                                      ("x", "Add auth header validation")))
+    s2.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "superseded" and plans["s1"]["superseded_by"] == [plans["s2"]["id"]]
+    text, details = block(home, project)
+    assert "Plan:" not in text and "[>] Add rate limiting" not in text
+    assert any(why == "plan finished" for _, why in details["left"])
+
+
+def test_a_different_plan_of_another_session_is_not_replaced(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0 - 86400)
+    s1.tool("TodoWrite", todos=_todos((">", "Migrate the billing tables"), (" ", "Backfill invoices")))
+    s1.stop(home)
+    s2 = Session(root, project, "s2", T0)
+    s2.tool("TodoWrite", todos=_todos(("x", "Write the onboarding email"), ("x", "Schedule the email job")))
+    s2.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "active"  # unrelated work: still open, still shown
+    text, _ = block(home, project)
+    assert "[>] Migrate the billing tables" in text
+
+
+def test_plans_replace_each_other_whatever_order_they_are_read_in(env):
+    home, project, root = env
+    s2 = Session(root, project, "s2", T0)
+    s2.tool("TodoWrite", todos=_todos(("x", "Add rate limiting"), (">", "Add request logging")))
+    s2.stop(home)
+    normalize.run(home)
+    s1 = Session(root, project, "s1", T0 - 5 * 86400)
+    s1.tool("TodoWrite", todos=_todos((">", "Add rate limiting"), (" ", "Add request logging")))
+    s1.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "superseded" and plans["s2"]["status"] == "active"
+    assert "[>] Add request logging" in block(home, project)[0]
+
+
+def test_a_compaction_summary_plan_is_replaced_by_a_later_todo_list_and_its_next_step_retires(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Port the exporter to the new queue.")
+    s1._line("user", {"role": "user", "content": (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation.\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   Port the exporter to the new queue.\n\n"
+        "4. Errors and fixes:\n   - **Queue client timed out**: the default 5 s timeout is too short for batch "
+        "acks. Fixed by raising it to 30 s.\n\n"
+        "7. Pending Tasks:\n   - Switch the exporter consumer to the new queue client (IN PROGRESS)\n"
+        "   - Remove the legacy queue adapter\n\n"
+        "8. Current Work:\n   Switching the exporter consumer.\n\n"
+        "9. Optional Next Step:\n   Run the exporter integration tests against the new queue client.\n")})
+    # the JSONL line must carry isCompactSummary: rewrite the last line
+    lines = open(s1.path).read().splitlines()
+    last = json.loads(lines[-1])
+    last["isCompactSummary"] = True
+    lines[-1] = json.dumps(last)
+    open(s1.path, "w").write("\n".join(lines) + "\n")
+    s1.stop(home)
+    normalize.run(home)
+    text, _ = block(home, project)
+    assert "[>] Switch the exporter consumer to the new queue client" in text
+    assert "Next step (at compaction): Run the exporter integration tests" in text
+    assert "Fixed by raising it to 30 s" in text  # the fix, whole
+    s1.tool("TodoWrite", todos=_todos(("x", "Switch the exporter consumer to the new queue client"),
+                                      ("x", "Remove the legacy queue adapter"), ("x", "Run the integration tests")))
+    s1.stop(home)
+    normalize.run(home)
+    text, _ = block(home, project)
+    assert "Plan:" not in text and "Next step" not in text
+    assert "Fixed by raising it to 30 s" in text

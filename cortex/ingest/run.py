@@ -380,6 +380,9 @@ class Run:
                 self.cons.link_back(rec)
             if self.cons.supersede(rec):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            if rec["type"] == "plan":
+                from cortex.curate import plans
+                plans.settle(self.cons, self.store, rec)
             if self.cons.flag_conflicts(rec):
                 self.stats["conflicts"] = self.stats.get("conflicts", 0) + 1
         for text, why in self.store.rejected:
