@@ -368,3 +368,56 @@ def test_a_compaction_summary_plan_is_replaced_by_a_later_todo_list_and_its_next
     text, _ = block(home, project)
     assert "Plan:" not in text and "Next step" not in text
     assert "Fixed by raising it to 30 s" in text
+
+
+def test_a_note_about_a_file_named_only_in_its_text_goes_stale_when_the_file_is_deleted(env, monkeypatch):
+    """Issue #15: a gotcha naming legacy_token_cache.py stayed current after `git rm`; only `files` were
+    checked.  Paths, file names and modules named in the text are checked too (stat only)."""
+    home, project, root = env
+    os.makedirs(os.path.join(project, "src", "auth"))
+    for rel in ("src/auth/legacy_token_cache.py", "src/auth/tokens.py", "README.md"):
+        with open(os.path.join(project, rel), "w") as f:
+            f.write("x = 1\n")
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Speed up the token refresh.")
+    s1.tool("Edit", file_path=os.path.join(project, "src/auth/legacy_token_cache.py"), old_string="x", new_string="y")
+    s1.say("[MEMORY: gotcha] legacy_token_cache.py must be warmed before the first refresh or logins stall.")
+    s1.say("[MEMORY: decision] Keep `src.auth.tokens` as the only writer of the token table because "
+           "legacy_token_cache.py races it.")
+    s1.say("[MEMORY: learned] The README.md lists the supported identity providers.")
+    s1.stop(home)
+    normalize.run(home)
+    gotcha = next(r for r in records(home) if r["type"] == "gotcha")
+    assert set(os.path.basename(p) for p in gotcha["file_state"]) == {"legacy_token_cache.py"}
+    text, _ = block(home, project)
+    assert "legacy_token_cache.py must be warmed" in text
+    subprocess.run(["git", "-C", project, "rm", "-q", "--cached", "src/auth/legacy_token_cache.py"],
+                   capture_output=True)
+    os.unlink(os.path.join(project, "src/auth/legacy_token_cache.py"))
+    # the hot path only stats named paths: no file is opened to hash them
+    from cortex.model import freshness
+    monkeypatch.setattr(freshness, "_changed", lambda *a: (_ for _ in ()).throw(AssertionError("hashed")))
+    text, details = block(home, project)
+    assert "legacy_token_cache.py must be warmed" not in text
+    assert any(why == "files gone: legacy_token_cache.py" for _, why in details["left"])
+    # a decision naming it stays (a choice outlives a file), marked
+    assert "Keep ‹src.auth.tokens›" in text or "src.auth.tokens" in text
+    assert "gone: legacy_token_cache.py" in text
+    assert "README.md lists the supported identity providers" in text
+
+
+def test_named_paths_resolution_and_the_stat_cap(tmp_path):
+    from cortex.model import freshness
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("")
+    (tmp_path / "a.py").write_text("")
+    text = ("See a.py, pkg/mod.py, `pkg.mod`, pkg/, https://example.com/x/a.py, ../outside.py, "
+            "never_existed.py and /etc/passwd.")
+    got = freshness.named_paths(text, str(tmp_path), known=["pkg/mod.py"])
+    assert [os.path.relpath(p, str(tmp_path)) for p in got] == ["a.py", "pkg/mod.py", "pkg"]
+    assert freshness.named_paths(text, str(tmp_path / "missing")) == []  # a project not on this machine
+    # at most MAX_STATS stats for a whole block; past it, nothing is stat'ed and nothing is dropped
+    budget = {"stats": freshness.MAX_STATS}
+    rec = {"type": "gotcha", "file_state": {str(tmp_path / "gone.py"): {"named": 1}}}
+    assert freshness.check(rec, None, budget) is None and budget["stats"] == freshness.MAX_STATS
+    assert freshness.check(rec, None, {"stats": 0}) == "files gone: gone.py"
