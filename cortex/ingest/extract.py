@@ -464,6 +464,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
                 out.extend(keyword_candidates(e, ctx, at))
+                claim = DONE_CLAIM_RE.search(strip_code(e.text))
+                # the session's closing report of the whole task ("Epic X complete."), kept in progress
+                st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None
                 if plan and plan.get("source") == "summary":
                     _mark_reported_done(plan, e.text)
                     plan["claimed_done"] = bool(DONE_CLAIM_RE.search(strip_code(e.text)))
@@ -537,6 +540,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 '"%s"' % p for p in reversed(earlier)) if earlier else ""))
         if st.get("goal"):
             parts.append("goal: %s" % st["goal"])
+        if st.get("outcome"):
+            parts.append('ended with "%s"' % st["outcome"])
         if edited:
             shown = edited[-8:]
             more = len(edited) - len(shown)
@@ -556,8 +561,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
     st["prompts"] = [redact.clean(p)[0] for p in st["prompts"]]
-    if st.get("goal"):
-        st["goal"] = redact.clean(st["goal"])[0]
+    for k in ("goal", "outcome"):
+        if st.get(k):
+            st[k] = redact.clean(st[k])[0]
     if st.get("plan"):
         st["plan"] = dict(st["plan"], items=[dict(i, text=redact.clean(i["text"])[0]) for i in st["plan"]["items"]])
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
