@@ -56,10 +56,13 @@ def _active_ids(cons, scope_id: str, rtype: str) -> set:
     ids = set(cons.fresh.get((scope_id, rtype), {}))
     if os.path.exists(cons.home.index_db):
         from cortex.store.index import connect
+        import sqlite3
         con = connect(cons.home.index_db, readonly=True)
         try:
             ids |= {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id=? AND type=? AND status='active'",
                                               (scope_id, rtype))}
+        except sqlite3.OperationalError:
+            pass  # an index a killed run left without its tables: the run rebuilds it; this run's records are in fresh
         finally:
             con.close()
     return ids
