@@ -443,6 +443,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     plan_since = st.get("plan_since") or ""
     plan = st.get("plan")
     plan_before = json.dumps(plan, sort_keys=True)
+    told_before = (st.get("goal"), st.get("outcome"))
     prompts = list(st.get("prompts") or [])
     last_at = st["last_at"]
     new_activity = False
@@ -531,7 +532,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         out.append(Candidate("plan", _plan_text(items), 0.9, "structural", plan["ref"], plan["at"], plan=items,
                              key="plan:%s" % ctx.session, replace=True, salience=0.9, since=plan_since))
     edited = edited[-50:]
-    if new_activity and (st["last_prompt"] or edited):
+    # a new goal or closing report changes the progress record too, even in a batch with no prompt or edit
+    if (new_activity or (st.get("goal"), st.get("outcome")) != told_before) and (st["last_prompt"] or edited):
         lp = st["last_prompt"]
         parts = []
         if lp:
