@@ -421,3 +421,26 @@ def test_named_paths_resolution_and_the_stat_cap(tmp_path):
     rec = {"type": "gotcha", "file_state": {str(tmp_path / "gone.py"): {"named": 1}}}
     assert freshness.check(rec, None, budget) is None and budget["stats"] == freshness.MAX_STATS
     assert freshness.check(rec, None, {"stats": 0}) == "files gone: gone.py"
+
+
+def test_progress_names_the_last_substantive_request_not_a_slash_command_or_a_nudge(env):
+    """Issue #15: `/compact` and "did you push?" were reported as what the user asked."""
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Add retry with backoff to the webhook sender.")
+    s1.tool("Edit", file_path=os.path.join(project, "sender.py"), old_string="a", new_string="b")
+    s1.user("Run the test suite and fix failures.")
+    for prompt in ("continue", "<command-name>/compact</command-name>", "did you push?", "ok thanks", "/clear"):
+        s1.user(prompt)
+    s1.stop(home)
+    normalize.run(home)
+    (progress,) = [r for r in records(home) if r["type"] == "progress"]
+    assert progress["text"].startswith('asked "Run the test suite and fix failures."')
+    assert 'before that: "Add retry with backoff to the webhook sender."' in progress["text"]
+    for nudge in ("/compact", "did you push", "continue", "ok thanks", "/clear"):
+        assert nudge not in progress["text"]
+    from cortex.ingest.extract import substantive
+    assert not any(substantive(p) for p in ("/compact", "Continue.", "OK", "thanks!", "did you push?", "go ahead",
+                                            "continue until all are done", "what else?"))
+    assert all(substantive(p) for p in ("/review the auth module", "push the fix to staging and tag it",
+                                        "continue with the migration of the billing tables"))
