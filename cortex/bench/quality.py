@@ -209,6 +209,10 @@ def markdown(rows) -> str:
             out += ["Kept: %s. Left out: %s." % (
                 ", ".join("%d %s" % (n, t) for t, n in sorted(kept.items())) or "nothing",
                 ", ".join("%d (%s)" % (n, w) for w, n in sorted(reasons.items())) or "nothing"), ""]
+            out += ["- left out, %s: [%s] %s" % (w, t, x.replace("\n", " ")[:90] + ("…" if len(x) > 90 else ""))
+                    for t, x, w in why["left"]]
+            if why["left"]:
+                out.append("")
     return "\n".join(out) + "\n"
 
 
