@@ -793,7 +793,7 @@ def test_unreadable_home_is_one_line(env, capsys, monkeypatch, tmp_path):
 
 def test_changes_wait_for_a_running_normalizer(env):
     from cortex.ops import manage
-    from cortex.ingest.run import RunLock
+    from cortex.core.lock import RunLock
     with RunLock(env["home"].lock):
         with pytest.raises(manage.CortexError) as e:
             with manage.locked(env["home"], wait=0.3):

@@ -19,7 +19,8 @@ Prints medians with min/max, the ratio to the interpreter's own start-up (median
 fastest/fastest), peak memory (the max RSS of the measured process itself, from wait4), and each
 case's target with whether it is met.  `--json FILE` writes the rows.  `--locomo` runs the LoCoMo
 retrieval benchmark instead (`cortex.bench.locomo`), `--devchats` the developer-chat memory benchmark
-(`cortex.bench.devchats`).
+(`cortex.bench.devchats`), `--quality` the block-quality benchmark on the labeled fixture sessions
+(`cortex.bench.quality`).
 
 Only `os` and `sys` are imported at module level, so the CLI can declare these options cheaply.
 """
@@ -894,12 +895,18 @@ def add_arguments(ap) -> None:
                     help="run the developer-chat memory benchmark instead (see python -m cortex.bench.devchats --help)")
     ap.add_argument("--data", help="LoCoMo: path of locomo10.json (default $CORTEX_LOCOMO or "
                                    "<repo>/../shared/bench-data/locomo/locomo10.json)")
+    ap.add_argument("--quality", action="store_true",
+                    help="run the block-quality benchmark on the labeled fixture sessions instead, beside the "
+                         "previous release (see python -m cortex.bench.quality --help)")
 
 
 def run_args(args) -> int:
     if getattr(args, "devchats", False):
         from cortex.bench.devchats import evaluate
         return evaluate.main([])
+    if getattr(args, "quality", False):
+        from cortex.bench import quality
+        return quality.main(["--json", args.json_path] if getattr(args, "json_path", None) else [])
     if getattr(args, "locomo", False):
         from cortex.bench import locomo
         return locomo.main(["--data", args.data] if getattr(args, "data", None) else [])

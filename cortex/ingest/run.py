@@ -290,11 +290,16 @@ class Run:
 
     def store_candidates(self, cands, ctx):
         """Write the candidates as records (placed, merged, linked, superseding), in order."""
-        from cortex.model.freshness import file_state
+        from cortex.model.freshness import file_state, named_paths
+        known = sorted({f for c in cands for f in c.files})
         for c in cands:
             cand = c.to_store(ctx)
             if cand.get("files") and c.type not in ("progress", "summary"):
                 cand["file_state"] = file_state(cand["files"], ctx.cwd)
+            if c.type not in ("progress", "summary", "plan"):
+                named = [p for p in named_paths(c.text, ctx.cwd, known) if p not in (cand.get("file_state") or {})]
+                if named:
+                    cand["file_state"] = dict(cand.get("file_state") or {}, **{p: {"named": 1} for p in named})
             into, related = self.cons.place(cand)
             if related:
                 cand["related"] = related
@@ -309,6 +314,9 @@ class Run:
                 self.cons.link_back(rec)
             if self.cons.supersede(rec):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            if rec["type"] == "plan":
+                from cortex.curate import plans
+                plans.settle(self.cons, self.store, rec)
             if self.cons.flag_conflicts(rec):
                 self.stats["conflicts"] = self.stats.get("conflicts", 0) + 1
         for text, why in self.store.rejected:
