@@ -231,13 +231,14 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
     from cortex.brief import rank, render
     from cortex.store.index import bm25_scores
-    from cortex.store.records import TYPES
+    from cortex.store.records import TYPES, canonical_type
     from cortex.store.terms import query_terms
     now = time.time() if now is None else now
     types = [t for t in (types or []) if t]
     for t in types:
-        if t not in TYPES:
+        if canonical_type(t) is None:
             raise CortexError("unknown type %r" % t, "use one of: %s" % ", ".join(TYPES))
+    types = sorted({canonical_type(t) for t in types})
     if k < 1:
         raise CortexError("-k must be at least 1")
     terms = query_terms(query or "")

@@ -680,7 +680,9 @@ def add_commands(sub) -> None:
                        description="Write a record now (secrets are redacted; the same text twice is one record). "
                                    "Default type: learned. Default scope: the project (preferences: its domain).")
     p.add_argument("text", nargs="+", metavar="TEXT")
-    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned)" % ", ".join(TYPES))
+    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned); also architecture, convention, pattern, constraint, "
+                        "requirement (stored as decision), context, insight, note (learned), bug (gotcha): "
+                        "see docs/records.md" % ", ".join(TYPES))
     g = p.add_mutually_exclusive_group()
     g.add_argument("--project", action="store_true", help="keep it in this project (L0; the default but for preferences)")
     g.add_argument("--domain", action="store_true", help="share it with every project of this project's domain (L1)")

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from cortex.ingest.adapters import base as B
+from cortex.store.records import canonical_type
 
-TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo")
-TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z]+)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
+TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix")
+TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z][A-Za-z_-]*)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
                     re.IGNORECASE)
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
@@ -137,8 +138,8 @@ def tag_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
         m = TAG_RE.search(line)
         if not m:
             continue
-        rtype = m.group("type").lower()
-        if rtype not in TAG_TYPES:
+        rtype = canonical_type(m.group("type"))
+        if rtype not in TAG_TYPES:  # also architecture, convention, context, bug, ... (records.TYPE_ALIASES)
             continue
         text = clean_sentence(m.group("text").strip().strip("`"), ctx.max_chars)
         if len(text) < 3:
