@@ -116,3 +116,79 @@ def test_memory_tags_and_remember_accept_the_known_type_names(env):
     assert rec["record"]["type"] == "decision"
     with pytest.raises(CortexError):
         remember(home, "x y z", rtype="nonsense", cwd=project)
+
+
+# -- supersession on natural wording --------------------------------------------------------------
+
+def current_decisions(home, project):
+    text, details = session_start.build(home, project)
+    return text, [r["text"] for r in details["kept"] if r["type"] == "decision"]
+
+
+def test_reported_case_rest_then_graphql_for_the_public_api_lists_only_graphql(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("user", "Which style for the public API?"),
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because browsers and curl "
+                      "can call it without generated stubs."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(("user", "Let's fix the flaky test in the uploader."),
+                                               ("assistant", "Fixed: the test waited on a real clock.")).stop(home)
+    Chat(root, project, "s3", T0 + 9 * 86400).turns(
+        ("user", "Mobile needs nested reads in one round trip."),
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL because the mobile "
+                      "client needs nested reads in one round trip."),
+    ).stop(home)
+    rest = one(home, "decision", "Chose REST")
+    gql = one(home, "decision", "GraphQL because")
+    assert rest["status"] == "superseded" and rest["superseded_by"] == [gql["id"]]
+    assert gql["supersedes"] == [rest["id"]] and gql["status"] == "active"
+    text, current = current_decisions(home, project)
+    assert "GraphQL" in text and "Chose REST over gRPC" not in text
+    assert current == [gql["text"]]
+
+
+def test_a_switch_of_one_subject_leaves_decisions_about_another_subject_alone(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] Use REST for the admin console because it only lists and edits rows."),
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because any client can call it."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL for nested reads."),
+    ).stop(home)
+    assert one(home, "decision", "Chose REST")["status"] == "superseded"
+    assert one(home, "decision", "admin console")["status"] == "active"
+
+
+@pytest.mark.parametrize("later", [
+    "[MEMORY: decision] Amendment to the `retry_upload()` rule: give up after 5 attempts, and 429 is retried too.",
+    "[MEMORY: decision] From now on `retry_upload()` gives up after 5 attempts instead of the earlier 3.",
+    "[MEMORY: decision] `retry_upload()` retries 5 times with exponential backoff and never retries 4xx responses.",
+    "[MEMORY: decision] This replaces the earlier rule: `retry_upload()` retries forever with a capped backoff.",
+])
+def test_a_later_rule_on_the_same_function_supersedes_the_earlier_one(env, later):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] `retry_upload()` retries 3 times with exponential backoff and never "
+                      "retries 4xx responses."),
+        ("assistant", "[MEMORY: decision] `retry_upload()` writes each failed attempt to the audit log table."),
+        ("assistant", "[MEMORY: decision] `fetch_manifest()` retries 3 times with exponential backoff."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 20 * 86400).turns(("assistant", later)).stop(home)
+    old = one(home, "decision", "retries 3 times", "retry_upload")
+    new = [r for r in records(home, "decision") if r["provenance"][0]["session"] == "s2"]
+    assert len(new) == 1
+    assert old["status"] == "superseded" and old["superseded_by"] == [new[0]["id"]]
+    assert new[0]["supersedes"] == [old["id"]]
+    assert one(home, "decision", "audit log")["status"] == "active"  # another rule on the same function
+    assert one(home, "decision", "fetch_manifest")["status"] == "active"  # the same rule on another function
+
+
+def test_worded_alike_but_other_numbers_are_not_merged(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: learned] The export job batches 500 rows per request to the warehouse API."),
+        ("assistant", "[MEMORY: learned] The export job batches 200 rows per request to the warehouse API."),
+    ).stop(home)
+    assert len(records(home, "learned")) == 2
