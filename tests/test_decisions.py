@@ -192,3 +192,181 @@ def test_worded_alike_but_other_numbers_are_not_merged(env):
         ("assistant", "[MEMORY: learned] The export job batches 200 rows per request to the warehouse API."),
     ).stop(home)
     assert len(records(home, "learned")) == 2
+
+
+# -- decisions from conversation ------------------------------------------------------------------
+
+def decisions_of(home, rtype="decision"):
+    return [r for r in records(home, rtype) if r["provenance"][0]["layer"] == "conversation"]
+
+
+def test_accepted_proposal_keeps_the_users_condition_and_names_its_subject(env):
+    home, project, root = env
+    c = Chat(root, project, "a1", T0)
+    c.user("Uploads to the archive bucket keep failing on flaky networks. What should `retry_upload()` do?")
+    c.tool("Read", file_path=os.path.join(project, "sync", "upload.py"))
+    c.say("Right now it gives up on the first error. I'd make `retry_upload()` retry 3 times with exponential "
+          "backoff starting at 2 seconds. Sound good?")
+    c.user("ok but only for 5xx responses, a 4xx should fail immediately")
+    c.say("Done: the backoff loop is in place and 4xx responses raise right away.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert "retry_upload()" in d["text"] and "3 times with exponential backoff" in d["text"]
+    assert "only for 5xx responses" in d["text"]
+    assert d["confidence"] == 0.9
+    from cortex.brief.recall import recall
+    hits = recall(home, "retry_upload", cwd=project, record_use=False)["hits"]
+    assert hits and hits[0]["id"] == d["id"]
+
+
+def test_terse_agreement_takes_the_subject_from_the_recent_turns_and_the_exception(env):
+    home, project, root = env
+    c = Chat(root, project, "a2", T0)
+    c.user("The merge of `package-lock.json` is a mess every time we rebase.")
+    c.say("Two ways to settle it:\n\nOption A: regenerate the lockfile after every rebase.\n"
+          "Option B: always take the main branch's version and run npm install.\n\nI'd go with option B.")
+    c.user("go with option B, except on release branches")
+    c.say("OK.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert "package-lock.json" in d["text"] and "main branch's version" in d["text"]
+    assert "except on release branches" in d["text"]
+
+
+def test_the_assistants_summing_up_replaces_the_accepted_text_in_one_record(env):
+    home, project, root = env
+    c = Chat(root, project, "a3", T0)
+    c.say("For `parse_date()`, should we reject strings without a UTC offset instead of guessing local time?")
+    c.user("yes, agreed, except for the legacy CSV import which has no offsets at all")
+    c.say("So we agreed: `parse_date()` rejects strings without a UTC offset, except in the legacy CSV import, "
+          "which assumes UTC.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert d["text"].startswith("`parse_date()` rejects strings without a UTC offset, except in the legacy CSV")
+    assert d["confidence"] == 0.95
+    assert not [r for r in records(home, "decision") if r["id"] != d["id"]]  # said once, not three times
+
+
+def test_summing_up_alone_is_a_decision_with_less_confidence(env):
+    home, project, root = env
+    c = Chat(root, project, "a4", T0)
+    c.user("We went back and forth on the cache key yesterday, write down where we landed.")
+    c.say("To summarize the decision: `CacheKey` includes the tenant id and the schema version, never the user id.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert d["text"].startswith("`CacheKey` includes the tenant id") and d["confidence"] == 0.8
+
+
+@pytest.mark.parametrize("rule, expect", [
+    ("Never call `flush()` from the request thread, it blocks the event loop.", "Never call `flush()`"),
+    ("From now on `export_csv()` writes UTF-8 with a BOM so Excel opens it.", "From now on `export_csv()`"),
+    ("For conflicts in `schema.sql` keep ours, the migration tool regenerates theirs.", "keep ours"),
+    ("Always run `make lint` before pushing to the shared branch.", "Always run `make lint`"),
+    ("Don't ever bump the major version of `cortex-client` without a changelog entry.", "Don't ever bump"),
+])
+def test_rules_the_user_states(env, rule, expect):
+    home, project, root = env
+    Chat(root, project, "a5", T0).turns(("user", rule), ("assistant", "Understood.")).stop(home)
+    [d] = decisions_of(home)
+    assert expect in d["text"] and d["confidence"] == 0.9
+
+
+def test_keep_ours_after_context_names_the_file(env):
+    home, project, root = env
+    Chat(root, project, "a6", T0).turns(
+        ("assistant", "The rebase stopped on a conflict in `config/routes.rb`: both sides added a route."),
+        ("user", "keep ours there, their route is dead code"),
+        ("assistant", "Resolved with our version."),
+    ).stop(home)
+    [d] = decisions_of(home)
+    assert "config/routes.rb" in d["text"] and "keep ours" in d["text"].lower()
+
+
+def test_rejection_of_the_obvious_alternative_with_the_reason(env):
+    home, project, root = env
+    c = Chat(root, project, "a7", T0)
+    c.user("The nightly `export_orders` job needs to run somewhere.")
+    c.say("I'd schedule `export_orders` as a cron job on the app box at 02:00. Does that work?")
+    c.user("no, not a cron job — it drifts when the box sleeps. Use a systemd timer with Persistent=true.")
+    c.say("Switched to a systemd timer.")
+    c.stop(home)
+    [r] = decisions_of(home, "rejected")
+    assert "cron job" in r["text"] and "drifts when the box sleeps" in r["text"]
+    assert "export_orders" in r["text"]
+    [d] = decisions_of(home)
+    assert "systemd timer" in d["text"] and "export_orders" in d["text"]
+
+
+DECOYS = [
+    # brainstorming, no agreement
+    [("user", "How could we speed up `build_index()`?"),
+     ("assistant", "We could batch the inserts, or use a WAL, or maybe parallelise the tokenizer. What do you think?"),
+     ("user", "hmm, let me think about it over the weekend")],
+    # hypothetical
+    [("user", "If we moved `SessionStore` to Redis, what would break?"),
+     ("assistant", "If we moved it, the tests that use the in-memory fake would need a Redis fixture.")],
+    # a question answered yes is not a proposal
+    [("assistant", "Is `worker.py` started by systemd on the staging box?"), ("user", "yes")],
+    # maybe later
+    [("assistant", "I'd also add caching to `load_manifest()`. Should we do that?"), ("user", "maybe later")],
+    [("assistant", "I'd also add caching to `load_manifest()`. Sound good?"), ("user", "yes, but not now, park it")],
+    # the user declines
+    [("assistant", "I propose we drop Python 3.8 support in `setup.cfg`. OK?"), ("user", "no, let's not")],
+    # routine narration acknowledged
+    [("assistant", "I'll read the file first and then run the tests."), ("user", "ok")],
+    [("assistant", "Let me run the test suite to see what fails. Want me to run it with -x?"), ("user", "sure")],
+    [("assistant", "Want me to commit this?"), ("user", "yes please")],
+    # user habits and observations are not rules
+    [("user", "It always fails on CI but never locally, weird."), ("assistant", "Let me check the CI logs.")],
+    [("user", "I never remember the flags of `tar`."), ("assistant", "It's tar -xzf for a gzipped archive.")],
+    [("user", "never mind, it was a typo"), ("assistant", "No problem.")],
+    # a question back instead of agreement
+    [("assistant", "I'd make `retry_upload()` retry 3 times. Sound good?"), ("user", "ok but what about 429s?")],
+    # declining a proposal without an alternative or a reason
+    [("assistant", "I'd switch the queue to SQS. Sound good?"), ("user", "no, not yet")],
+]
+
+
+@pytest.mark.parametrize("turns", DECOYS, ids=[str(i) for i in range(len(DECOYS))])
+def test_decoys_make_no_decision(env, turns):
+    home, project, root = env
+    Chat(root, project, "d", T0).turns(*turns).stop(home)
+    assert [r["text"] for r in records(home) if r["type"] in ("decision", "rejected")] == []
+
+
+def test_the_agreement_in_a_later_window_finds_the_proposal_and_reruns_give_the_same_record(env):
+    home, project, root = env
+    c = Chat(root, project, "w1", T0)
+    c.say("I'd cap `BulkWriter` batches at 500 rows so a failed batch is cheap to retry. Sound good?")
+    c.stop(home)  # the proposal is read in one run ...
+    assert decisions_of(home) == []
+    c.user("yes, and only for the Postgres backend")
+    c.stop(home)  # ... the agreement in the next
+    [d] = decisions_of(home)
+    assert "500 rows" in d["text"] and "only for the Postgres backend" in d["text"] and "BulkWriter" in d["text"]
+    before = {os.path.basename(p): open(p).read() for p in iter_paths(home.records)}
+    os.unlink(home.cursors)
+    c.stop(home)
+    after = {os.path.basename(p): open(p).read() for p in iter_paths(home.records)}
+    assert after == before
+
+
+def test_an_amendment_weeks_later_supersedes_the_agreed_rule(env):
+    home, project, root = env
+    c = Chat(root, project, "m1", T0)
+    c.say("For `retry_upload()` I'd retry 3 times with exponential backoff and fail fast on 4xx. Sound good?")
+    c.user("yes")
+    c.say("Got it — rule: `retry_upload()` retries 3 times with exponential backoff and fails fast on 4xx.")
+    c.stop(home)
+    c2 = Chat(root, project, "m2", T0 + 21 * 86400)
+    c2.user("429s from the archive API are rate limits, not client errors. `retry_upload()` should retry those too, "
+            "and 5 attempts.")
+    c2.say("Got it — amended rule: `retry_upload()` retries 5 times with exponential backoff, retries 429 as well, "
+           "and fails fast on other 4xx. This replaces the earlier rule of 3 attempts.")
+    c2.stop(home)
+    old = one(home, "decision", "retries 3 times")
+    new = one(home, "decision", "retries 5 times")
+    assert old["status"] == "superseded" and old["superseded_by"] == [new["id"]]
+    assert new["supersedes"] == [old["id"]]
+    text, current = current_decisions(home, project)
+    assert "retries 5 times" in text and "retries 3 times" not in text

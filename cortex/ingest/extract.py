@@ -174,7 +174,7 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
             conf -= 0.3
         if REASON_RE.search(sent):
             conf += 0.15
-        conf = round(min(conf, 0.95), 2)
+        conf = round(min(conf, 0.95, KEYWORD_MAX.get(rtype, 0.95)), 2)
         if conf < ctx.keyword_min_confidence:
             continue
         text = clean_sentence(original, ctx.max_chars)
@@ -248,6 +248,37 @@ def has_content(text: str, min_letters: int = 12) -> bool:
     return sum(c.isalpha() for c in PLACEHOLDER_RE.sub("", text)) >= min_letters
 
 
+KEYWORD_MAX = {"decision": 0.75, "rejected": 0.75}  # stated by the assistant alone: below an agreement
+
+
+def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
+    """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
+    from cortex.ingest import decisions as D
+    if CORTEX_MARK in (entry.text or "") or (entry.kind == B.USER and TAG_RE.search(entry.text or "")
+                                             and not D.AGREE_RE.match(entry.text or "")):
+        return [], dstate
+    found, dstate = D.step("user" if entry.kind == B.USER else "assistant", entry.text or "", dstate,
+                           "%s:%s" % (ctx.session, entry.ref))
+    out = []
+    for rtype, text, conf, _kind, key in found:
+        text = clean_sentence(text, ctx.max_chars)
+        if len(text.split()) < 4 or not has_content(text):
+            continue
+        out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
+                             salience=0.8))
+    return out, dstate
+
+
+def _redact_tree(obj, redact):
+    if isinstance(obj, str):
+        return redact.clean(obj)[0]
+    if isinstance(obj, list):
+        return [_redact_tree(x, redact) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _redact_tree(v, redact) for k, v in obj.items()}
+    return obj
+
+
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     """Candidates from one batch of a session's entries, in transcript order.
 
@@ -268,6 +299,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     plan_since = st.get("plan_since") or ""
     latest_plan = None
     last_at = st["last_at"]
+    from cortex.ingest import decisions as D
+    dstate = dict(D.initial_state(), **(st.get("decisions") or {}))
     new_activity = False
 
     for e in entries:
@@ -275,6 +308,11 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         last_at = at
         if e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
             continue
+        if e.kind in (B.USER, B.ASSISTANT) and not e.sidechain:
+            found, dstate = conversation_candidates(e, ctx, at, dstate)
+            out.extend(found)
+        else:
+            found = []
         if e.kind == B.USER:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain and len(e.text.strip()) >= 8 and has_content(e.text, 4):
@@ -284,7 +322,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         elif e.kind == B.ASSISTANT:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
-                out.extend(keyword_candidates(e, ctx, at))
+                kw = keyword_candidates(e, ctx, at)
+                if found or dstate.get("proposal"):
+                    # a turn that sums up an agreement says it once (the conversation layer has it); a turn
+                    # that puts a proposal to the user has not settled anything yet
+                    kw = [c for c in kw if c.type not in ("decision", "rejected")]
+                out.extend(kw)
         elif e.kind == B.PLAN and e.plan and not e.sidechain:
             latest_plan = (e, at)
             plan_since = plan_since or at
@@ -351,12 +394,13 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              since=first_activity_at))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
               first_activity_at=first_activity_at, plan_since=plan_since,
-              open_shell=dict(list(open_shell.items())[-20:]))
+              open_shell=dict(list(open_shell.items())[-20:]), decisions=dstate)
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from cortex.store import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
+    st["decisions"] = _redact_tree(st["decisions"], redact)
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}
