@@ -322,6 +322,9 @@ DECOYS = [
     [("user", "never mind, it was a typo"), ("assistant", "No problem.")],
     # a question back instead of agreement
     [("assistant", "I'd make `retry_upload()` retry 3 times. Sound good?"), ("user", "ok but what about 429s?")],
+    # the user says it is not settled
+    [("assistant", "I'd move the rate limiter into `gateway/limits.py`. Does that work?"),
+     ("user", "No, not a rule yet — I'm only wondering aloud about where it could live.")],
     # declining a proposal without an alternative or a reason
     [("assistant", "I'd switch the queue to SQS. Sound good?"), ("user", "no, not yet")],
 ]
@@ -370,3 +373,24 @@ def test_an_amendment_weeks_later_supersedes_the_agreed_rule(env):
     assert new["supersedes"] == [old["id"]]
     text, current = current_decisions(home, project)
     assert "retries 5 times" in text and "retries 3 times" not in text
+
+
+def test_recall_ranks_the_current_rule_first_and_labels_the_superseded_one(env, capsys):
+    from cortex.brief.recall import recall
+    from cortex.cli import main as cli_main
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because any client can call it; "
+                      "REST for the public API keeps caching simple for the public API."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL for nested reads."),
+    ).stop(home)
+    hits = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False)["hits"]
+    assert [h["status"] for h in hits] == ["active", "superseded"]
+    assert "GraphQL" in hits[0]["text"] and hits[1]["superseded_by"] == [hits[0]["id"]]
+    assert [h["status"] for h in recall(home, "public API REST", cwd=project, record_use=False)["hits"]] == ["active"]
+    capsys.readouterr()
+    rc = cli_main.main(["recall", "--all", "--no-use", "--cwd", project, "public", "API", "REST"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "(superseded by %s)" % hits[0]["id"] in out

@@ -226,6 +226,21 @@ def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
     return scored[:k]
 
 
+def _current_first(hits: list):
+    """With superseded records shown (--all), each is labelled with what replaced it and ranks after the
+    current records of its group (project, domain, other): the current rule first, the old one below."""
+    from cortex.store.records import RecordError, read
+    for h in hits:
+        if h["status"] == "superseded":
+            try:
+                rec = read(h["path"]) if h.get("path") else {}
+            except (RecordError, OSError, UnicodeDecodeError):
+                rec = {}
+            h["superseded_by"] = list(rec.get("superseded_by") or ())
+    order = {"project": 0, "domain": 1, "other": 2}
+    hits.sort(key=lambda h: (order.get(h["where"], 3), h["status"] == "superseded"))  # stable: score order kept
+
+
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None) -> dict:
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
@@ -302,6 +317,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             "score": round(rec["score"], 4), "bm25": round(rec["bm25"], 4), "relevance": round(rec["relevance"], 4),
             "activation": round(p["activation"], 4), "recency": round(p["recency"], 4),
             "snippet": snippet(rec["text"], words), "text": rec["text"], "path": rec["path"], "restored": False})
+    if include_archived:
+        _current_first(out["hits"])
     if record_use:
         at = manage.now_iso(now)
         try:

@@ -194,6 +194,8 @@ def cmd_recall(args):
     rows = []
     for h in res["hits"]:
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
+        if h.get("superseded_by"):
+            status = " (superseded by %s)" % ", ".join(h["superseded_by"])
         rows.append([(h["id"], "cyan"), h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
     table(["ID", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(2, 3))

@@ -123,7 +123,11 @@ REJECT_RE = re.compile(
     r"they|that|which|those|these)\b)\s*(?P<reason>[^?]{12,})$", re.I)
 NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way|at\s+all|for\s+now|so\s+fast|yet\s+\w+|"
                         r"this\s+time|right\s+now|needed|necessary|worth\s+it|a\s+problem|an\s+issue|bad|great|"
-                        r"ideal|true|the\s+case|something|anything|much|many|all|every)\b", re.I)
+                        r"ideal|true|the\s+case|something|anything|much|many|all|every)\b|"
+                        # the conversation itself ("no, not a decision -- just thinking aloud")
+                        r"^(?:(?:a|an|the|any)\s+)?(?:(?:final|real|firm|formal|new)\s+)?(?:decision|rule|proposal|"
+                        r"suggestion|question|request|plan|priority|requirement|commitment|big\s+deal|thing|"
+                        r"problem|issue|blocker)s?(?:\s+(?:yet|now|for\s+now|just\s+yet|at\s+all))?$", re.I)
 PRONOUN_ALT = re.compile(r"^(?:that|this|it|that\s+one|this\s+one|that\s+approach|this\s+approach|that\s+idea)$", re.I)
 IMPERATIVE_RE = re.compile(r"^(?:(?:instead|rather)\s*[,:]?\s*)?(?:just\s+)?(?:use|go\s+with|make\s+it|let'?s\s+use|"
                            r"switch\s+to|do\s+it\s+(?:with|in|via)|put\s+it\s+in|store\s+it\s+in|run\s+it\s+(?:from|as|"
