@@ -107,6 +107,7 @@ def says_it_updates(text: str) -> bool:
 
 
 def rejected_subject(text: str):
+    text = re.sub(r"^For\s+`[^`]+`:\s+", "", text.strip())  # the subject prefix of a conversation record
     for pat in REJECTED_SUBJECT:
         m = pat.search(text.strip())
         if m and m.group("x").strip():
@@ -325,7 +326,14 @@ class Consolidator:
         subject = rejected_subject(rec["text"])
         if not subject:
             return []
-        found = self._subject_matches(rec["scope_id"], "decision", terms(subject), rec["id"])
+        subject_t = terms(subject)
+        found = []
+        for rid in self._subject_matches(rec["scope_id"], "decision", subject_t, rec["id"]):
+            other = self.store.get(rid)
+            old = switch_subject(other["text"])[0] if other else None
+            if old and subject_t <= terms(old):
+                continue  # "use a timer instead of cron" agrees with "not cron: it drifts"
+            found.append(rid)
         for rid in found:
             self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "conflicts_with", me))
         if found:

@@ -209,6 +209,9 @@ def _statement(proposal: str) -> str:
         if ASK_RE.search(s) and len(s.split()) <= 8:
             continue
         s = LEAD_RE.sub("", s, count=1).strip()
+        # "For `x()` I'd retry 3 times" -> "For `x()`: retry 3 times"
+        s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
+                   r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)
         s = re.sub(r"[\s?]+$", "", s)
         s = re.sub(r",?\s*(?:sound\s+good|ok|okay|right|agreed|does\s+that\s+work)\s*$", "", s, flags=re.I)
         if s:
@@ -309,7 +312,7 @@ def user_turn(text: str, st: dict):
                 continue
             text_ = "Not %s: %s." % (alt, reason)
             text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
-            out.append(("rejected", text_, USER_REJECTED, "rejected"))
+            rejection = ("rejected", text_, USER_REJECTED, "rejected")
             for later in sents[i + 1:i + 3]:
                 later = _tidy(later)
                 if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:
@@ -317,7 +320,7 @@ def user_turn(text: str, st: dict):
                     out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + _cap(d),
                                 USER_RULE, "rule"))
                     break
-            return out
+            return out + [rejection]  # the choice first, then what it was chosen over
     # rules the user states
     for s in sents:
         s = _tidy(s)
@@ -365,13 +368,15 @@ def step(kind: str, text: str, st: dict, key_base: str):
     assistant's summing-up in its next turn replaces (the same record, not a second one)."""
     out = []
     if kind == "user":
-        for rtype, t, conf, k in user_turn(text, st):
-            key = "decision:%s" % key_base if k == "accepted" else None
+        st["accepted"] = None
+        found = user_turn(text, st)
+        for i, (rtype, t, conf, k) in enumerate(found):
+            # the last decision of the turn is what the assistant's summing-up restates: the same record
+            last = rtype == "decision" and not any(f[0] == "decision" for f in found[i + 1:])
+            key = "decision:%s" % key_base if last else None
             out.append((rtype, t, conf, k, key))
-            if k == "accepted":
+            if last:
                 st["accepted"] = {"key": key, "text": t}
-        if not any(k == "accepted" for _, _, _, k, _ in out):
-            st["accepted"] = None
         st["proposal"] = None
     else:
         summ = summary_of(text)

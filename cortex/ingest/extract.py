@@ -4,6 +4,9 @@ Three layers, each candidate tagged with the one that found it:
   structural -- what the session did: the active plan, files changed, commands that failed and
                 what fixed them, the client's own compaction summary, where the user left off;
   keyword    -- decisions and rejections stated in the assistant's prose ("chose X over Y because Z");
+  conversation -- decisions settled between user and assistant: a proposal the user accepts (with its
+                condition), the assistant's summing-up, rules the user states, alternatives turned
+                down with a reason (cortex/ingest/decisions.py; its state travels with the cursor);
   tag        -- explicit `[MEMORY: type] text` lines (confidence 1.0).
 Injected text (hook output, AGENTS.md, Cortex's own block) and reasoning are never sources.
 """
@@ -257,7 +260,11 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict)
     if CORTEX_MARK in (entry.text or "") or (entry.kind == B.USER and TAG_RE.search(entry.text or "")
                                              and not D.AGREE_RE.match(entry.text or "")):
         return [], dstate
-    found, dstate = D.step("user" if entry.kind == B.USER else "assistant", entry.text or "", dstate,
+    from cortex.store import redact
+    # redacted first: what the state keeps (the proposal, recent identifiers) is cut from the text, and a
+    # fragment of a secret cut out of its context would no longer be recognised as one
+    text = redact.clean(entry.text or "")[0]
+    found, dstate = D.step("user" if entry.kind == B.USER else "assistant", text, dstate,
                            "%s:%s" % (ctx.session, entry.ref))
     out = []
     for rtype, text, conf, _kind, key in found:
