@@ -444,3 +444,53 @@ def test_progress_names_the_last_substantive_request_not_a_slash_command_or_a_nu
                                             "continue until all are done", "what else?"))
     assert all(substantive(p) for p in ("/review the auth module", "push the fix to staging and tag it",
                                         "continue with the migration of the billing tables"))
+    assert switch_subject("Switched the public API from REST to GraphQL because of nested reads")[0] == "REST"
+
+
+def test_a_series_of_sessions_with_switches_and_amendments_keeps_only_the_current_rules(env):
+    """Weeks of work on one project: rules settled in conversation, switched, amended; the block lists
+    the current rule of each subject once, and the old ones stay recallable as superseded."""
+    home, project, root = env
+    day = 86400
+    s1 = Session(root, project, "q1", T0 - 30 * day)
+    s1.user("Which style for the public API?")
+    s1.say("[MEMORY: decision] Chose REST over gRPC for the public API because browsers can call it directly.")
+    s1.say("For `retry_upload()` I'd retry 3 times with exponential backoff. Sound good?")
+    s1.user("yes, except for 4xx responses, those fail immediately")
+    s1.stop(home)
+    normalize.run(home)
+    s2 = Session(root, project, "q2", T0 - 20 * day)
+    s2.user("The nightly `export_orders` job keeps running late.")
+    s2.say("I'd run `export_orders` from cron on the app box. Does that work?")
+    s2.user("no, not cron — it drifts when the box sleeps. Use a systemd timer with Persistent=true.")
+    s2.stop(home)
+    normalize.run(home)
+    s3 = Session(root, project, "q3", T0 - 5 * day)
+    s3.user("Mobile needs nested reads in one round trip.")
+    s3.say("[MEMORY: decision] Switched the public API from REST to GraphQL because the mobile client needs "
+           "nested reads.")
+    s3.user("Also 429s are rate limits: from now on `retry_upload()` retries 5 times and retries 429 too.")
+    s3.say("Got it — rule: `retry_upload()` retries 5 times with exponential backoff, retries 429, and fails fast "
+           "on other 4xx. This replaces the earlier rule.")
+    s3.stop(home)
+    normalize.run(home)
+    decisions = {r["id"]: r for r in records(home) if r["type"] == "decision"}
+    active = [r["text"] for r in decisions.values() if r["status"] == "active"]
+    superseded = [r for r in decisions.values() if r["status"] == "superseded"]
+    assert any("GraphQL" in t for t in active) and not any(t.startswith("Chose REST") for t in active)
+    assert any("retries 5 times" in t for t in active) and not any("3 times" in t for t in active)
+    assert sorted(r["text"][:10] for r in superseded) == sorted(["Chose REST", "For `retry"])
+    for old in superseded:  # linked both ways
+        for new_id in old["superseded_by"]:
+            assert old["id"] in decisions[new_id]["supersedes"]
+    assert any("systemd timer" in t for t in active)
+    text, details = block(home, project)
+    assert "GraphQL" in text and "Chose REST" not in text and "3 times" not in text
+    assert "cron" in text  # the rejection with its reason stays
+    # rerunning changes nothing
+    first = sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records))
+    os.unlink(home.cursors)
+    for s in (s1, s2, s3):
+        s.stop(home)
+    normalize.run(home)
+    assert sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records)) == first

@@ -197,6 +197,8 @@ def cmd_recall(args):
     rows = []
     for h in res["hits"]:
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
+        if h.get("superseded_by"):
+            status = " (superseded by %s)" % ", ".join(h["superseded_by"])
         rows.append([(h["id"], "cyan"), h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
     table(["ID", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(2, 3))
@@ -689,7 +691,9 @@ def add_commands(sub) -> None:
                        description="Write a record now (secrets are redacted; the same text twice is one record). "
                                    "Default type: learned. Default scope: the project (preferences: its domain).")
     p.add_argument("text", nargs="+", metavar="TEXT")
-    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned)" % ", ".join(TYPES))
+    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned); also architecture, convention, pattern, constraint, "
+                        "requirement (stored as decision), context, insight, note (learned), bug (gotcha): "
+                        "see docs/records.md" % ", ".join(TYPES))
     g = p.add_mutually_exclusive_group()
     g.add_argument("--project", action="store_true", help="keep it in this project (L0; the default but for preferences)")
     g.add_argument("--domain", action="store_true", help="share it with every project of this project's domain (L1)")

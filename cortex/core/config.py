@@ -41,6 +41,7 @@ DEFAULTS = {
     "memory": {
         "merge_threshold": 0.9,     # Dice similarity of index terms at which a candidate reinforces a record
         "link_threshold": 0.6,      # at or above this (below merge) the two are linked as related
+        "amend_min_similarity": 0.15,  # a rule that says it amends another on its subject shares at least this
         "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90,
                            "gotcha": 120},  # confidence halves this often since last seen/used
         "use_slowdown": 0.5,        # half-life x (1 + use_slowdown x ln(1 + uses + links))

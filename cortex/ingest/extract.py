@@ -4,6 +4,9 @@ Three layers, each candidate tagged with the one that found it:
   structural -- what the session did: the active plan, files changed, commands that failed and
                 what fixed them, the client's own compaction summary, where the user left off;
   keyword    -- decisions and rejections stated in the assistant's prose ("chose X over Y because Z");
+  conversation -- decisions settled between user and assistant: a proposal the user accepts (with its
+                condition), the assistant's summing-up, rules the user states, alternatives turned
+                down with a reason (cortex/ingest/decisions.py; its state travels with the cursor);
   tag        -- explicit `[MEMORY: type] text` lines (confidence 1.0).
 Injected text (hook output, AGENTS.md, Cortex's own block) and reasoning are never sources.
 """
@@ -14,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from cortex.ingest.adapters import base as B
+from cortex.store.records import canonical_type
 
-TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo")
-TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z]+)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
+TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix")
+TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z][A-Za-z_-]*)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
                     re.IGNORECASE)
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
@@ -138,8 +142,8 @@ def tag_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
         m = TAG_RE.search(line)
         if not m:
             continue
-        rtype = m.group("type").lower()
-        if rtype not in TAG_TYPES:
+        rtype = canonical_type(m.group("type"))
+        if rtype not in TAG_TYPES:  # also architecture, convention, context, bug, ... (records.TYPE_ALIASES)
             continue
         text = clean_sentence(m.group("text").strip().strip("`"), ctx.max_chars)
         if len(text) < 3:
@@ -174,7 +178,7 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
             conf -= 0.3
         if REASON_RE.search(sent):
             conf += 0.15
-        conf = round(min(conf, 0.95), 2)
+        conf = round(min(conf, 0.95, KEYWORD_MAX.get(rtype, 0.95)), 2)
         if conf < ctx.keyword_min_confidence:
             continue
         text = clean_sentence(original, ctx.max_chars)
@@ -423,6 +427,41 @@ def has_content(text: str, min_letters: int = 12) -> bool:
     return sum(c.isalpha() for c in PLACEHOLDER_RE.sub("", text)) >= min_letters
 
 
+KEYWORD_MAX = {"decision": 0.75, "rejected": 0.75}  # stated by the assistant alone: below an agreement
+
+
+def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
+    """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
+    from cortex.ingest import decisions as D
+    if CORTEX_MARK in (entry.text or "") or (entry.kind == B.USER and TAG_RE.search(entry.text or "")
+                                             and not D.AGREE_RE.match(entry.text or "")):
+        return [], dstate
+    from cortex.model import redact
+    # redacted first: what the state keeps (the proposal, recent identifiers) is cut from the text, and a
+    # fragment of a secret cut out of its context would no longer be recognised as one
+    text = redact.clean(entry.text or "")[0]
+    found, dstate = D.step("user" if entry.kind == B.USER else "assistant", text, dstate,
+                           "%s:%s" % (ctx.session, entry.ref))
+    out = []
+    for rtype, text, conf, _kind, key in found:
+        text = clean_sentence(text, ctx.max_chars)
+        if len(text.split()) < 4 or not has_content(text):
+            continue
+        out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
+                             salience=0.8))
+    return out, dstate
+
+
+def _redact_tree(obj, redact):
+    if isinstance(obj, str):
+        return redact.clean(obj)[0]
+    if isinstance(obj, list):
+        return [_redact_tree(x, redact) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _redact_tree(v, redact) for k, v in obj.items()}
+    return obj
+
+
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     """Candidates from one batch of a session's entries, in transcript order.
 
@@ -446,6 +485,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     told_before = (st.get("goal"), st.get("outcome"))
     prompts = list(st.get("prompts") or [])
     last_at = st["last_at"]
+    from cortex.ingest import decisions as D
+    dstate = dict(D.initial_state(), **(st.get("decisions") or {}))
     new_activity = False
 
     for e in entries:
@@ -453,6 +494,11 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         last_at = at
         if e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
             continue
+        if e.kind in (B.USER, B.ASSISTANT) and not e.sidechain:
+            found, dstate = conversation_candidates(e, ctx, at, dstate)
+            out.extend(found)
+        else:
+            found = []
         if e.kind == B.USER:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain and len(e.text.strip()) >= 8 and substantive(e.text):
@@ -464,7 +510,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         elif e.kind == B.ASSISTANT:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
-                out.extend(keyword_candidates(e, ctx, at))
+                kw = keyword_candidates(e, ctx, at)
+                if found or dstate.get("proposal"):
+                    # a turn that sums up an agreement says it once (the conversation layer has it); a turn
+                    # that puts a proposal to the user has not settled anything yet
+                    kw = [c for c in kw if c.type not in ("decision", "rejected")]
+                out.extend(kw)
                 claim = DONE_CLAIM_RE.search(strip_code(e.text))
                 # the session's closing report of the whole task ("Epic X complete."), kept in progress
                 st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None
@@ -556,7 +607,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              since=first_activity_at))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
               first_activity_at=first_activity_at, plan_since=plan_since,
-              open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan)
+              open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate)
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from cortex.model import redact
     if st.get("last_prompt"):
@@ -568,6 +619,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             st[k] = redact.clean(st[k])[0]
     if st.get("plan"):
         st["plan"] = dict(st["plan"], items=[dict(i, text=redact.clean(i["text"])[0]) for i in st["plan"]["items"]])
+    st["decisions"] = _redact_tree(st["decisions"], redact)
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}

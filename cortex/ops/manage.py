@@ -558,9 +558,11 @@ def remember(home, text: str, rtype: str = DEFAULT_TYPE, scope: str = None, pinn
     than a domain, the same as `[MEMORY: learned global]` tags).  Default: project, except preferences,
     which go to the domain as tagged preferences do."""
     from cortex.model import redact
-    from cortex.store.records import TYPES
-    if rtype not in TYPES:
-        raise CortexError("unknown type %r" % rtype, "use one of: %s" % ", ".join(TYPES))
+    from cortex.store.records import TYPE_ALIASES, TYPES, canonical_type
+    if canonical_type(rtype) is None:
+        raise CortexError("unknown type %r" % rtype, "use one of: %s (or %s)" % (
+            ", ".join(TYPES), ", ".join(sorted(TYPE_ALIASES))))
+    rtype = canonical_type(rtype)
     text = (text or "").strip()
     if not text:
         raise CortexError("nothing to remember: the text is empty")

@@ -17,7 +17,34 @@ from cortex.store.frontmatter import emit, fast_parse
 from cortex.core.fsutil import atomic_write_text
 
 TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix", "progress", "summary")
+# Types other memory tools use, and what Cortex stores them as (docs/records.md, "Types").  Settled rules
+# (architecture, conventions, constraints, requirements) are decisions: they never decay and are
+# superseded by later rules on the same subject; background and insights are learned facts; bugs and
+# pitfalls are gotchas; alternatives ruled out are rejections.
+TYPE_ALIASES = {
+    "architecture": "decision", "design": "decision", "convention": "decision", "pattern": "decision",
+    "constraint": "decision", "requirement": "decision", "rule": "decision", "policy": "decision",
+    "context": "learned", "insight": "learned", "note": "learned", "fact": "learned", "lesson": "learned",
+    "knowledge": "learned", "discovery": "learned", "finding": "learned",
+    "bug": "gotcha", "pitfall": "gotcha", "warning": "gotcha", "caveat": "gotcha", "issue": "gotcha",
+    "workaround": "fix", "solution": "fix",
+    "antipattern": "rejected", "anti-pattern": "rejected", "avoid": "rejected", "alternative": "rejected",
+    "style": "preference", "task": "todo", "goal": "plan",
+}
 STATUSES = ("active", "superseded", "archived")
+
+
+def canonical_type(name) -> str:
+    """The Cortex type a type name means: a Cortex type itself, an alias of TYPE_ALIASES (any case,
+    plural or singular), or None when it is neither."""
+    t = str(name or "").strip().lower().replace("_", "-")
+    if t in TYPES:
+        return t
+    if t in TYPE_ALIASES:
+        return TYPE_ALIASES[t]
+    if t.endswith("s") and (t[:-1] in TYPES or t[:-1] in TYPE_ALIASES):
+        return canonical_type(t[:-1])
+    return None
 FIELD_ORDER = ("id", "scope", "scope_id", "project", "type", "status", "confidence", "salience", "pinned",
                "priority", "created", "updated", "seen", "used", "tokens", "branch", "files", "plan", "provenance")
 MAX_FRONT_MATTER = 256 * 1024
