@@ -10,66 +10,25 @@ import time
 
 import pytest
 
-from cortex.capture import hook as capture
+import cortex_testkit as testkit
+from cortex_testkit import iso
+
 
 from cortex.ingest import run as normalize
 
 from cortex.brief import session_start
 from cortex.curate.consolidate import effective_confidence, lifecycle, rejected_subject, settings, switch_subject
-from cortex.core.home import Home
 from cortex.store.records import RecordStore, iter_paths, read
 
 T0 = time.time() - 3 * 86400
 
 
-def iso(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
-
-
-class Session:
-    """Writes a Claude Code JSONL transcript, one turn at a time."""
-
-    def __init__(self, root, project, sid, t):
-        self.path = os.path.join(root, "transcripts", sid + ".jsonl")
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.project, self.sid, self.t, self.n = project, sid, t, 0
-
-    def _line(self, rtype, message):
-        self.n += 1
-        self.t += 30
-        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.project, "uuid": "%s-%d" % (self.sid, self.n),
-               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
-               "timestamp": iso(self.t), "message": message}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def user(self, text):
-        self._line("user", {"role": "user", "content": text})
-
-    def say(self, text):
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
-                                 "content": [{"type": "text", "text": text}]})
-
-    def tool(self, name, **inp):
-        tid = "toolu_%s_%d" % (self.sid, self.n)
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
-                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
-        self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]})
-
-    def stop(self, home):
-        payload = {"session_id": self.sid, "transcript_path": self.path, "cwd": self.project,
-                   "hook_event_name": "Stop"}
-        capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), "claude-code", home))
+Session = testkit.Chat
 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    home = Home(str(tmp_path / "home")).ensure()
-    monkeypatch.setenv("CORTEX_HOME", home.root)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
-    return home, str(project), str(tmp_path)
+    return testkit.project_env(tmp_path, monkeypatch)
 
 
 def records(home):
