@@ -153,8 +153,8 @@ def command(fn):
             error_line(str(e), e.hint)
             return e.code
         except ConfigError as e:
-            error_line(str(e), "see docs/configuration.md")
-            return 1
+            error_line(str(e), "fix config.yaml (see docs/configuration.md)")
+            return 2
         except BrokenPipeError:
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)

@@ -198,7 +198,8 @@ def main(argv=None):
         except Exception:
             pass
         if isinstance(e, ConfigError):
-            error_line(str(e), "see docs/configuration.md")
+            error_line(str(e), "fix config.yaml (see docs/configuration.md)")
+            return 2
         else:
             error_line("%s failed: %s: %s" % (args.command, type(e).__name__, e),
                        "details are in the log (%s)" % Home().log_file)

@@ -83,7 +83,10 @@ def check_config(home) -> dict:
     try:
         config.validate(config.read_yaml(home.config_yaml))
     except config.ConfigError as e:
-        return _check("config", "fail", str(e), fix="fix the key named above (see docs/configuration.md)")
+        return _check("config", "fail", str(e),
+                      details=["until it is fixed, session start and the normalizer use %s"
+                               % config.fallback_source(home)],
+                      fix="fix the file (see docs/configuration.md); the next cortex-normalize run takes it")
     return _check("config", "ok", "%s is valid" % home.config_yaml)
 
 

@@ -1,0 +1,177 @@
+"""Defects a new user meets (issue #16): a broken config.yaml, hook --help, install targets and backups,
+odd CORTEX_HOME values, hints, progress, exit codes, --json, packaging."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cortex_testkit import (REPO, all_records, clean_env, copy_fixture, drop_event, events_in, feed, hook_payload,
+                            log_lines, names, run_bin)
+
+S108 = "5c0375b4-57a5-4f26-b12d-d022ee4e51b7"
+DEMO_CWD = "/path/to/Demo"
+
+
+def cortex(*args, home=None, env=None, cwd=None, stdin=b"", timeout=120):
+    env = clean_env(home) if env is None else env
+    return subprocess.run([sys.executable, "-m", "cortex", *args], input=stdin, capture_output=True, env=env,
+                          cwd=cwd or str(REPO), timeout=timeout)
+
+
+def start_payload(cwd=DEMO_CWD):
+    return json.dumps({"session_id": "new", "transcript_path": "/nowhere/new.jsonl", "cwd": cwd,
+                       "hook_event_name": "SessionStart", "source": "startup", "permission_mode": "default"}).encode()
+
+
+# -- a broken config.yaml never silences memory ---------------------------------------------------
+
+BROKEN = ["session_start: {max_records: \"lots\"}\n", "session_start: [unclosed\n"]
+
+
+@pytest.mark.parametrize("text", BROKEN, ids=["bad-value", "bad-yaml"])
+def test_a_broken_config_falls_back_and_session_start_still_prints_the_block(home, tmp_path, text):
+    feed(home, "cc-1.0.108", dest=tmp_path / "client")
+    assert run_bin("cortex-normalize", home=home).returncode == 0
+    good = run_bin("cortex-session-start", home=home, stdin=start_payload())
+    assert good.returncode == 0 and b"<cortex-memory" in good.stdout
+    Path(home.config_yaml).write_text(text)
+    for _ in range(3):
+        proc = run_bin("cortex-session-start", home=home, stdin=start_payload())
+        assert proc.returncode == 0 and proc.stdout == good.stdout  # the last valid settings
+    said = [ln for ln in log_lines(home) if ln.get("event") == "config_invalid"]
+    assert len(said) == 1 and "state/config.json" in said[0]["using"]  # said once, not per session
+
+
+def test_a_broken_config_with_no_snapshot_uses_the_defaults(home, tmp_path):
+    feed(home, "cc-1.0.108", dest=tmp_path / "client")
+    Path(home.root).mkdir(parents=True, exist_ok=True)
+    Path(home.config_yaml).write_text(BROKEN[0])
+    proc = run_bin("cortex-normalize", home=home)
+    # the events are processed with the defaults, then the run says what is wrong and exits 2
+    assert proc.returncode == 2, proc.stderr
+    assert len(events_in(home, "done")) == 1 and all_records(home)
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and err.startswith("cortex: config.yaml") and "default settings" in err
+    assert "docs/configuration.md" in err
+    assert not os.path.exists(home.config_json)  # the defaults are not taken for a valid snapshot
+    start = run_bin("cortex-session-start", home=home, stdin=start_payload())
+    assert start.returncode == 0 and b"<cortex-memory" in start.stdout
+
+
+def test_normalize_exits_2_on_a_broken_config_whatever_the_inbox_holds(home, tmp_path):
+    feed(home, "cc-1.0.108", dest=tmp_path / "client")
+    assert run_bin("cortex-normalize", home=home).returncode == 0  # a valid snapshot exists, inbox empty
+    Path(home.config_yaml).write_text(BROKEN[0])
+    for _ in range(2):
+        proc = run_bin("cortex-normalize", home=home)
+        assert proc.returncode == 2 and b"nothing pending" in proc.stdout
+        assert b"max_records" in proc.stderr and b"last valid settings" in proc.stderr
+    Path(home.config_yaml).write_text("session_start: {max_records: 12}\n")
+    assert run_bin("cortex-normalize", home=home).returncode == 0
+    assert json.loads(Path(home.config_json).read_text())["session_start"]["max_records"] == 12
+
+
+def test_an_unreadable_config_falls_back_too(home, tmp_path):
+    feed(home, "cc-1.0.108", dest=tmp_path / "client")
+    Path(home.root).mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:  # root reads any file: a folder in its place cannot be read either
+        os.mkdir(home.config_yaml)
+    else:
+        Path(home.config_yaml).write_text("session_start: {max_records: 12}\n")
+        os.chmod(home.config_yaml, 0)
+    proc = run_bin("cortex-normalize", home=home)
+    assert proc.returncode == 2 and b"cannot read" in proc.stderr
+    assert len(events_in(home, "done")) == 1
+    start = run_bin("cortex-session-start", home=home, stdin=start_payload())
+    assert b"<cortex-memory" in start.stdout
+
+
+def test_doctor_says_the_config_is_broken_and_what_is_used_instead(home, tmp_path):
+    Path(home.root).mkdir(parents=True, exist_ok=True)
+    Path(home.config_yaml).write_text(BROKEN[0])
+    proc = cortex("doctor", "--json", home=home)
+    check = [c for c in json.loads(proc.stdout)["checks"] if c["name"] == "config"][0]
+    assert check["status"] == "fail" and "default settings" in " ".join(check["details"])
+
+
+def test_commands_that_need_the_exact_settings_refuse_a_broken_config_with_exit_2(home):
+    Path(home.root).mkdir(parents=True, exist_ok=True)
+    Path(home.config_yaml).write_text(BROKEN[0])
+    for args in (["reindex"], ["consolidate", "--dry-run"]):
+        proc = cortex(*args, home=home)
+        assert proc.returncode == 2 and proc.stderr.startswith(b"cortex: config.yaml"), (args, proc.stderr)
+
+
+# -- cortex-normalize: exit status, progress, --watch ----------------------------------------------
+
+def test_normalize_exits_1_when_every_pending_event_failed(home, tmp_path):
+    drop_event(home, b"this is not json")
+    drop_event(home, b"[1, 2]")
+    proc = run_bin("cortex-normalize", home=home)
+    assert proc.returncode == 1 and b"2 failed" in proc.stdout and b"quarantined" in proc.stderr
+    feed(home, "cc-1.0.108", dest=tmp_path / "client")
+    drop_event(home, b"still not json")
+    assert run_bin("cortex-normalize", home=home).returncode == 0  # some succeeded: said on stderr, exit 0
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_only_on_a_terminal_only_after_a_second_and_never_with_quiet():
+    from cortex.cli.progress import progress
+    tty = _Tty()
+    assert progress("x", stream=sys.stdout if not sys.stdout.isatty() else _Nope()) is None
+    assert progress("x", quiet=True, stream=tty) is None
+    quick = progress("normalizing", stream=tty)  # a quick run draws nothing
+    quick(1, 3)
+    quick(3, 3)
+    assert tty.text == ""
+    slow = progress("normalizing", stream=tty, delay=0)
+    slow(1, 300)
+    assert "normalizing 1/300" in tty.text
+    slow(300, 300)
+    assert tty.text.endswith("\r")  # the line is cleared at the end
+
+
+class _Nope:
+    def isatty(self):
+        return False
+
+
+def test_watch_says_it_started_and_prints_one_line_per_run(home, tmp_path):
+    import signal
+    import time
+    Path(home.root).mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, str(REPO / "bin" / "cortex-normalize"), "--watch"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(home))
+    import threading
+    guard = threading.Timer(90, proc.kill)  # a silent watcher must fail the test, not hang it
+    guard.start()
+    try:
+        first = proc.stdout.readline()
+        assert b"watching" in first and home.inbox_dir("pending").encode() in first
+        assert b"nothing pending" in proc.stdout.readline()  # the first run, on what was already there
+        feed(home, "cc-1.0.108", dest=tmp_path / "client")
+        line = proc.stdout.readline()
+        assert b"1 events, 1 sessions" in line
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        guard.cancel()
+    assert proc.returncode == 0
