@@ -175,3 +175,31 @@ def test_watch_says_it_started_and_prints_one_line_per_run(home, tmp_path):
         proc.wait(timeout=30)
         guard.cancel()
     assert proc.returncode == 0
+
+
+# -- cortex consolidate groups identical progress lines ---------------------------------------------
+
+def _three_sessions_that_asked_the_same(home, tmp_path):
+    from cortex_testkit import normalize
+    for i in range(3):
+        path = copy_fixture("cc-1.0.108", tmp_path / ("client%d" % i), ago_hours=3 - i)
+        drop_event(home, hook_payload(path, session_id="s%d-%s" % (i, S108)))
+    assert normalize(home)["failed"] == 0
+
+
+def test_consolidate_groups_identical_progress_lines_and_keeps_the_newest(home, tmp_path):
+    _three_sessions_that_asked_the_same(home, tmp_path)
+    progress = [r for r in all_records(home) if r["type"] == "progress" and r["status"] == "active"]
+    assert len(progress) == 3 and len({r["text"] for r in progress}) == 1
+    newest = max(progress, key=lambda r: r["updated"])["id"]
+    dry = cortex("consolidate", "--dry-run", "--json", home=home)
+    assert dry.returncode == 0, dry.stderr
+    groups = json.loads(dry.stdout)
+    mine = [g for g in groups if newest == g["keep"]]
+    assert mine and sorted(mine[0]["merged"]) == sorted(r["id"] for r in progress if r["id"] != newest)
+    assert cortex("consolidate", home=home).returncode == 0
+    after = {r["id"]: r for r in all_records(home) if r["type"] == "progress"}
+    assert after[newest]["status"] == "active" and len(after[newest]["seen"]) == 3
+    assert [r["status"] for r in after.values()].count("active") == 1
+    start = run_bin("cortex-session-start", home=home, stdin=start_payload())
+    assert start.stdout.decode().count("Last session:") == 1
