@@ -203,3 +203,20 @@ def test_consolidate_groups_identical_progress_lines_and_keeps_the_newest(home, 
     assert [r["status"] for r in after.values()].count("active") == 1
     start = run_bin("cortex-session-start", home=home, stdin=start_payload())
     assert start.stdout.decode().count("Last session:") == 1
+
+
+# -- the README's test command downloads nothing ----------------------------------------------------
+
+def test_real_client_e2e_tests_are_opt_in(tmp_path):
+    env = clean_env()
+    env.pop("CORTEX_E2E", None)
+    env["CORTEX_E2E_CLI_DIR"] = str(tmp_path / "clis")  # would be filled by an npm install
+    env["PATH"] = str(tmp_path / "nonpm") + os.pathsep + env.get("PATH", "")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests/e2e"],
+                          capture_output=True, env=env, cwd=str(REPO), timeout=300)
+    out = proc.stdout.decode()
+    assert proc.returncode == 0, out
+    assert " passed" not in out and "skipped" in out and "CORTEX_E2E=1" in out
+    assert not (tmp_path / "clis").exists()
+    ci = (REPO / ".ci" / "run").read_text()
+    assert "CORTEX_E2E=1 python -m pytest" in ci
