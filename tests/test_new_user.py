@@ -220,3 +220,13 @@ def test_real_client_e2e_tests_are_opt_in(tmp_path):
     assert not (tmp_path / "clis").exists()
     ci = (REPO / ".ci" / "run").read_text()
     assert "CORTEX_E2E=1 python -m pytest" in ci
+
+
+# -- hooks ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("script", ["cortex-stop", "cortex-pre-compact"])
+def test_hook_help_prints_usage_and_queues_nothing(home, script):
+    for flag in ("--help", "-h"):
+        proc = run_bin(script, flag, home=home, stdin=b'{"session_id": "x"}')
+        assert proc.returncode == 0 and proc.stdout.startswith(b"usage: " + script.encode()), proc.stdout
+        assert names(home, "pending") == [] and names(home, "tmp") == []
