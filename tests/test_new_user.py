@@ -230,3 +230,26 @@ def test_hook_help_prints_usage_and_queues_nothing(home, script):
         proc = run_bin(script, flag, home=home, stdin=b'{"session_id": "x"}')
         assert proc.returncode == 0 and proc.stdout.startswith(b"usage: " + script.encode()), proc.stdout
         assert names(home, "pending") == [] and names(home, "tmp") == []
+
+
+# -- cortex install ------------------------------------------------------------------------------------
+
+def test_install_refuses_a_project_folder_that_does_not_exist(home, tmp_path):
+    typo = tmp_path / "typo"
+    proc = cortex("install", "claude-code", "--project", str(typo), home=home)
+    assert proc.returncode == 1 and b"does not exist" in proc.stderr
+    assert not typo.exists()
+
+
+def test_install_and_uninstall_keep_their_backups_under_the_cortex_home(home, tmp_path):
+    proj = tmp_path / "proj"
+    (proj / ".claude").mkdir(parents=True)
+    (proj / ".claude" / "settings.json").write_text('{"model": "x"}\n')
+    for action in ("install", "uninstall"):
+        proc = cortex(action, "claude-code", "--project", str(proj), home=home)
+        assert proc.returncode == 0, proc.stderr
+        assert ("backup of the previous file: %s" % os.path.join(home.root, "backups")).encode() in proc.stdout
+    assert sorted(os.listdir(proj / ".claude")) == ["settings.json"]
+    found = [p for p in Path(home.root, "backups").rglob("*") if p.is_file()]
+    assert len(found) == 2 and all(p.name.startswith("settings.json.cortex-backup-") for p in found)
+    assert all(oct(p.stat().st_mode & 0o777) == oct(0o600) for p in found)
