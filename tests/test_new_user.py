@@ -253,3 +253,96 @@ def test_install_and_uninstall_keep_their_backups_under_the_cortex_home(home, tm
     found = [p for p in Path(home.root, "backups").rglob("*") if p.is_file()]
     assert len(found) == 2 and all(p.name.startswith("settings.json.cortex-backup-") for p in found)
     assert all(oct(p.stat().st_mode & 0o777) == oct(0o600) for p in found)
+
+
+# -- odd CORTEX_HOME values, the demo -------------------------------------------------------------------
+
+def test_a_home_that_is_a_file_is_refused_with_a_hint_that_fits(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    for args in (["status"], ["reindex"], ["recall", "x"], ["inbox", "list"]):
+        proc = cortex(*args, env=clean_env(f))
+        err = proc.stderr.decode()
+        assert proc.returncode == 2 and err.count("\n") == 1, (args, err)
+        assert "is a file, not a folder" in err and "point CORTEX_HOME at a folder" in err
+        assert "NotADirectoryError" not in err and "cortex.log" not in err and "disk is not full" not in err
+    doctor = json.loads(cortex("doctor", "--json", env=clean_env(f)).stdout)  # doctor runs, and says it
+    assert [c for c in doctor["checks"] if c["name"] == "home"][0]["status"] == "fail"
+    proc = run_bin("cortex-normalize", env=clean_env(f))
+    assert proc.returncode == 2 and b"is a file, not a folder" in proc.stderr
+    assert b"disk is not full" not in proc.stderr
+
+
+def test_a_relative_cortex_home_is_one_home_from_every_folder(tmp_path):
+    user = tmp_path / "user"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    env = clean_env(CORTEX_HOME="rel-home", HOME=str(user))
+    for cwd in ("a", "b"):
+        proc = cortex("status", "--json", env=env, cwd=str(tmp_path / cwd))
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["home"] == str(user / "rel-home")
+        assert b"relative path" in proc.stderr and str(user / "rel-home").encode() in proc.stderr
+    assert not (tmp_path / "a" / "rel-home").exists() and not (tmp_path / "b" / "rel-home").exists()
+
+
+def test_demo_home_that_is_a_file_is_refused_and_writes_nothing_elsewhere(tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    user = tmp_path / "user"
+    env = clean_env(HOME=str(user))
+    env.pop("CORTEX_HOME", None)
+    proc = cortex("demo", "--home", str(f), env=env)
+    assert proc.returncode == 2 and b"is a file, not a folder" in proc.stderr, proc.stderr
+    assert not (user / ".cortex").exists()
+
+
+def test_demo_leaves_nothing_in_the_temporary_folder(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = clean_env(TMPDIR=str(tmp))
+    assert cortex("demo", env=env).returncode == 0
+    assert cortex("demo", "--home", str(tmp_path / "dh"), env=env).returncode == 0
+    assert os.listdir(tmp) == []
+    assert (tmp_path / "dh" / "records").is_dir()  # the home asked for stays
+    proc = cortex("demo", "--keep", env=env)
+    assert proc.returncode == 0 and len(os.listdir(tmp)) == 1
+
+
+# -- usage errors, hints --------------------------------------------------------------------------------
+
+def test_a_bad_flag_prints_the_subcommands_usage_with_exit_2(home):
+    proc = cortex("status", "--bogus", home=home)
+    assert proc.returncode == 2 and proc.stderr.startswith(b"usage: cortex status"), proc.stderr
+    assert b"unrecognized arguments: --bogus" in proc.stderr
+    proc = cortex("inbox", "list", "--bogus", home=home)
+    assert proc.returncode == 2 and proc.stderr.startswith(b"usage: cortex inbox list")
+
+
+@pytest.mark.parametrize("command", ["inbox", "schedule"])
+def test_a_command_with_no_action_prints_its_help_and_exits_2(home, command):
+    proc = cortex(command, home=home)
+    assert proc.returncode == 2 and proc.stderr.startswith(b"usage: cortex " + command.encode()), proc.stderr
+    assert proc.stdout == b""
+
+
+def test_reset_without_yes_gives_a_hint_that_fits(home, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for text in ("first thing to remember here", "second thing worth remembering"):
+        assert cortex("remember", text, "--cwd", str(proj), home=home).returncode == 0
+    proc = cortex("reset", "--project", "--cwd", str(proj), home=home)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "--yes" in err and "by id" not in err
+
+
+def test_doctor_says_a_settings_file_is_not_valid_json(home, tmp_path):
+    user = tmp_path / "user"
+    (user / ".claude").mkdir(parents=True)
+    (user / ".claude" / "settings.json").write_text('{"hooks": {"Stop": [cortex-stop]}')
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    proc = cortex("doctor", "--json", "--cwd", str(proj), env=clean_env(home, HOME=str(user)))
+    checks = [c for c in json.loads(proc.stdout)["checks"] if c["name"] == "hooks claude-code"]
+    assert any("not valid JSON" in c["summary"] and c["status"] == "fail" for c in checks), checks
+    assert not any("not registered" in c["summary"] for c in checks)

@@ -1,6 +1,7 @@
 """`cortex install`, `cortex uninstall`, `cortex schedule`: argument parsing and the printed reports
 around cortex.install.hooks and cortex.install.schedule."""
 import json
+import sys
 
 from cortex.install import hooks, schedule
 
@@ -132,7 +133,8 @@ def _add_schedule_commands(sub):
                        description="Install or remove the units that run cortex-normalize when events arrive "
                                    "and every %d minutes." % schedule.TIMER_MINUTES)
     ss = p.add_subparsers(dest="schedule_action", metavar="ACTION")
-    ss.required = True
+    # no action: the help on stderr and exit 2, as `cortex inbox` does
+    p.set_defaults(func=lambda args, _p=p: _p.print_help(sys.stderr) or 2)
     for name, helptext in (("install", "write the units (or launchd agent) and activate them"),
                            ("remove", "deactivate and delete exactly what install wrote")):
         q = ss.add_parser(name, help=helptext)

@@ -389,8 +389,10 @@ def _destroy(args, targets, how, what, also=None):
                 _list_targets(preview)
             raise CortexError("%d record%s match%s and nothing was changed" % (
                 len(targets), "" if len(targets) == 1 else "s", "es" if len(targets) == 1 else ""),
-                "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
-                                                                   "it" if len(targets) == 1 else "them all"))
+                ("pass --yes to delete every record of the project (--dry-run lists them)" if what == "reset" else
+                 "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
+                                                                   "it" if len(targets) == 1 else "them all")),
+                code=1)
     res = forget(_home(), targets, hard=hard, dry_run=args.dry_run)
     extra = also() if also else {}
     if args.json:
@@ -511,9 +513,10 @@ def cmd_doctor(args):
 
 # -- inbox ---------------------------------------------------------------------------------------
 
-@command
 def cmd_inbox(args):
-    raise CortexError("say what to do with the inbox: retry, show or list", "see `cortex inbox --help`")
+    """`cortex inbox` with no action: its help on stderr, exit 2 (a usage error, like every command)."""
+    args.usage_parser.print_help(sys.stderr)
+    return 2
 
 
 @command
@@ -758,7 +761,7 @@ def add_commands(sub) -> None:
     q.add_argument("--state", choices=["tmp", "pending", "claimed", "done", "failed"])
     _json_flag(q)
     q.set_defaults(func=cmd_inbox_list)
-    p.set_defaults(func=cmd_inbox)
+    p.set_defaults(func=cmd_inbox, usage_parser=p)
 
     p = sub.add_parser("export", help="write records as JSON Lines (stdout, or -o FILE)")
     p.add_argument("--scope", choices=["project", "domain", "all"], default="all",

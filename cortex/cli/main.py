@@ -10,7 +10,13 @@ from cortex.core.home import Home
 
 def cmd_demo(args):
     from cortex.cli.demo import run_demo
-    return run_demo(keep=args.keep, home_dir=args.home)
+    from cortex.core.errors import CortexError
+    from cortex.core.log import error_line
+    try:
+        return run_demo(keep=args.keep, home_dir=args.home)
+    except CortexError as e:
+        error_line(str(e), e.hint)
+        return e.code
 
 
 def cmd_normalize(args):
@@ -112,6 +118,24 @@ def cmd_bench(args):
 LIGHT_COMMANDS = frozenset({"recall", "remember", "show", "why", "forget"})
 
 
+# Commands that do not use the Cortex home of CORTEX_HOME (the demo makes its own; bench uses temporary ones).
+HOMELESS_COMMANDS = frozenset({"demo", "bench"})
+
+
+def _parser_of(ap, args):
+    """The (sub)parser that parsed `args`: the deepest subcommand named in them."""
+    parser = ap
+    for dest in ("command", "inbox_command", "schedule_action"):
+        name = getattr(args, dest, None)
+        if not name:
+            continue
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                parser = action.choices[name]
+                break
+    return parser
+
+
 def build_parser(command: str = None):
     light = command in LIGHT_COMMANDS
     ap = argparse.ArgumentParser(prog="cortex", description="Cortex: memory across coding-assistant sessions.")
@@ -176,10 +200,22 @@ def main(argv=None):
     os.umask(0o077)  # everything Cortex creates is the user's alone
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = build_parser(argv[0] if argv else None)
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:  # a bad flag: the subcommand's usage, not the top-level one
+        _parser_of(ap, args).error("unrecognized arguments: %s" % " ".join(extra))
     if not getattr(args, "func", None):
         ap.print_help()
         return 0
+    from cortex.core.home import home_problem, relative_home_note
+    from cortex.core.log import error_line
+    if args.command not in HOMELESS_COMMANDS and args.command != "doctor":  # doctor reports it among its checks
+        problem = home_problem(Home().root)
+        if problem:
+            error_line(*problem)
+            return 2
+        note = relative_home_note()
+        if note:
+            error_line(note)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
@@ -193,16 +229,25 @@ def main(argv=None):
     except Exception as e:
         from cortex.core.config import ConfigError
         from cortex.core.log import error_line, get_logger
-        try:
-            get_logger(Home(), component="cli").exception("command_failed", command=args.command)
-        except Exception:
-            pass
+        logged = False
+        home = Home()
+        if args.command not in HOMELESS_COMMANDS and os.path.isdir(home.root):  # never create a home to log
+            try:
+                get_logger(home, component="cli").exception("command_failed", command=args.command)
+                logged = os.path.isfile(home.log_file)
+            except Exception:
+                pass
         if isinstance(e, ConfigError):
             error_line(str(e), "fix config.yaml (see docs/configuration.md)")
             return 2
+        if isinstance(e, OSError) and getattr(e, "filename", None):
+            error_line("%s failed: %s: %s" % (args.command, e.strerror or type(e).__name__, e.filename),
+                       "check that path (permissions, free space)" + (
+                           "; details are in the log (%s)" % home.log_file if logged else ""))
         else:
             error_line("%s failed: %s: %s" % (args.command, type(e).__name__, e),
-                       "details are in the log (%s)" % Home().log_file)
+                       "details are in the log (%s)" % home.log_file if logged else
+                       "run `cortex doctor` to check the installation")
         return 1
 
 
