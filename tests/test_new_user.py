@@ -346,3 +346,31 @@ def test_doctor_says_a_settings_file_is_not_valid_json(home, tmp_path):
     checks = [c for c in json.loads(proc.stdout)["checks"] if c["name"] == "hooks claude-code"]
     assert any("not valid JSON" in c["summary"] and c["status"] == "fail" for c in checks), checks
     assert not any("not registered" in c["summary"] for c in checks)
+
+
+# -- packaging: rank-bm25 (and numpy) only for the benchmarks --------------------------------------------
+
+def test_rank_bm25_is_a_bench_extra_and_no_runtime_path_imports_it():
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    assert "rank-bm25" not in cfg["options"]["install_requires"]
+    extras = cfg["options.extras_require"]
+    assert "rank-bm25" in extras["bench"] and "rank-bm25" in extras["test"]
+    code = r"""
+import importlib, pkgutil, sys
+sys.modules["rank_bm25"] = None  # as if not installed
+import cortex
+for m in pkgutil.walk_packages(cortex.__path__, "cortex."):
+    if not m.name.startswith(("cortex.bench", "cortex.__main__")):
+        importlib.import_module(m.name)
+from cortex.bench import locomo
+try:
+    locomo.RankBM25([], "ws")
+except Exception as e:
+    print(type(e).__name__, e, getattr(e, "hint", ""))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=clean_env(), cwd=str(REPO),
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert b"CortexError" in proc.stdout and b"cortex-memory[bench]" in proc.stdout

@@ -237,6 +237,10 @@ def main(argv=None):
                 logged = os.path.isfile(home.log_file)
             except Exception:
                 pass
+        from cortex.core.errors import CortexError
+        if isinstance(e, CortexError):
+            error_line(str(e), e.hint)
+            return e.code
         if isinstance(e, ConfigError):
             error_line(str(e), "fix config.yaml (see docs/configuration.md)")
             return 2
