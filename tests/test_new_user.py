@@ -374,3 +374,24 @@ except Exception as e:
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert b"CortexError" in proc.stdout and b"cortex-memory[bench]" in proc.stdout
+
+
+# -- one --json convention -------------------------------------------------------------------------------
+
+def test_every_json_output_follows_one_convention(home, tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    runs = [["remember", "Prefer the café's naïve résumé parser", "--cwd", str(proj), "--json"],
+            ["status", "--json"], ["reindex", "--json"], ["consolidate", "--dry-run", "--json"],
+            ["lifecycle", "--dry-run", "--json"], ["inbox", "list", "--json"], ["recall", "parser", "--cwd", str(proj),
+                                                                              "--json"],
+            ["install", "claude-code", "--project", str(proj), "--dry-run", "--json"]]
+    for args in runs:
+        proc = cortex(*args, home=home)
+        assert proc.returncode == 0, (args, proc.stderr)
+        text = proc.stdout.decode("utf-8")
+        doc = json.loads(text)
+        assert text == json.dumps(doc, indent=1, ensure_ascii=False) + "\n", args  # indent 1, UTF-8, one document
+    status = json.loads(cortex("status", "--json", home=home).stdout)
+    assert list(status)[0] == "home"  # insertion order, not sorted
+    assert "café" in cortex(*runs[6], home=home).stdout.decode("utf-8")

@@ -1,7 +1,8 @@
 """`cortex install`, `cortex uninstall`, `cortex schedule`: argument parsing and the printed reports
 around cortex.install.hooks and cortex.install.schedule."""
-import json
 import sys
+
+from cortex.cli.output import print_json
 
 from cortex.install import hooks, schedule
 
@@ -35,14 +36,14 @@ def _install_cmd(args):
         report = hooks.apply(args.client, args.command, project=args.project, user=args.user, dry_run=args.dry_run)
     except hooks.InstallError as e:
         if args.json:
-            print(json.dumps({"client": args.client, "action": args.command, "error": str(e)}))
+            print_json({"client": args.client, "action": args.command, "error": str(e)})
         error_line(str(e))
         return 1
     if args.json:
         out = dict(report)
         if not args.dry_run:
             out.pop("settings", None)
-        print(json.dumps(out, indent=1, ensure_ascii=False))
+        print_json(out)
     else:
         print(format_install_report(report))
     return 0
@@ -121,7 +122,7 @@ def _schedule_cmd(args):
     else:
         r = schedule.remove(dry_run=args.dry_run, activate=activate)
     if args.json:
-        print(json.dumps(r, indent=1))
+        print_json(r)
     else:
         print(format_schedule_report(r))
     # the files are written but the scheduler refused them: the schedule is not running

@@ -79,23 +79,15 @@ def table(headers, rows, stream=None, right=()) -> None:
 
 
 def out_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    from cortex.cli.output import print_json
+    print_json(obj)
 
 
-def progress(label: str):
-    """A progress callback that rewrites one stderr line, or None when stderr is not a terminal."""
-    try:
-        if not sys.stderr.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-
-    def cb(i, n):
-        sys.stderr.write("\r%s %d/%d" % (label, i, n))
-        if i >= n:
-            sys.stderr.write("\r%s\r" % (" " * (len(label) + 2 * len(str(n)) + 2)))
-        sys.stderr.flush()
-    return cb
+def progress(label: str, quiet: bool = False):
+    """A progress callback that rewrites one stderr line after the first second, or None when stderr is
+    not a terminal (cortex.cli.progress)."""
+    from cortex.cli.progress import progress as make
+    return make(label, quiet=quiet)
 
 
 def _home(create=False) -> Home:

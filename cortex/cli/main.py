@@ -1,10 +1,10 @@
 """`cortex`: the umbrella command.  Each subcommand is a thin wrapper over a library call."""
 import argparse
-import json
 import os
 import sys
 
 from cortex import __version__
+from cortex.cli.output import print_json
 from cortex.core.home import Home
 
 
@@ -35,9 +35,11 @@ def cmd_reindex(args):
     from cortex.core.log import get_logger
     home = Home().ensure()
     cfg = config.load(home, fast=False)
-    res = reindex(home, cfg, log=get_logger(home, component="reindex"))
+    from cortex.cli.progress import progress
+    res = reindex(home, cfg, log=get_logger(home, component="reindex"),
+                  progress=progress("reindexing: record", quiet=args.json or args.quiet))
     if args.json:
-        print(json.dumps({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
+        print_json({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]})
     else:
         print("reindexed %d records into %s" % (res["records"], home.index_db))
         for path, err in res["unreadable"]:
@@ -50,7 +52,7 @@ def cmd_status(args):
     from cortex.ops.status import status
     info = status(Home())
     if args.json:
-        print(json.dumps(info, indent=1, sort_keys=True))
+        print_json(info)
     else:
         from cortex.ops.status import format_status
         print(format_status(info))
@@ -84,7 +86,7 @@ def cmd_consolidate(args):
     if not args.dry_run:
         _reindex_changed(home, store, cfg)
     if args.json:
-        print(json.dumps([{"keep": k, "merged": o} for k, o in merges]))
+        print_json([{"keep": k, "merged": o} for k, o in merges])
     else:
         for keep, others in merges:
             print("%s %s <- %s" % ("would merge" if args.dry_run else "merged", keep, ", ".join(others)))
@@ -99,7 +101,7 @@ def cmd_lifecycle(args):
     if not args.dry_run:
         _reindex_changed(home, store, cfg)
     if args.json:
-        print(json.dumps([{"id": i, "action": a, "reason": r} for i, a, r in actions]))
+        print_json([{"id": i, "action": a, "reason": r} for i, a, r in actions])
     else:
         for rid, action, why in actions:
             print("%-8s %s  %s" % (("would " if args.dry_run else "") + action, rid, why))
@@ -158,7 +160,8 @@ def build_parser(command: str = None):
     p.set_defaults(func=cmd_session_start)
 
     p = sub.add_parser("reindex", help="rebuild the index from the record files alone")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (see docs/commands.md)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
