@@ -785,7 +785,7 @@ def test_unreadable_home_is_one_line(env, capsys, monkeypatch, tmp_path):
     for argv in (["recall", "plan"], ["show", "r0000000000000000"], ["why"], ["forget", "x", "--yes"],
                  ["remember", "hello there"], ["export"], ["inbox", "retry"]):
         rc, out, err = cli(capsys, *argv)
-        assert rc == 1 and err.startswith("cortex: ") and err.count("\n") == 1 and "not a directory" in err, argv
+        assert rc == 2 and err.startswith("cortex: ") and err.count("\n") == 1 and "is a file, not a folder" in err, argv
     monkeypatch.setenv("CORTEX_HOME", str(tmp_path / "missing"))
     rc, out, err = cli(capsys, "recall", "plan")
     assert rc == 1 and "no Cortex home" in err

@@ -592,17 +592,18 @@ def test_subagent_files_are_read_with_their_own_cursor(home, tmp_path):
         assert c["companion_of"] == os.path.realpath(path)
 
 
-def test_an_invalid_config_stops_the_run_before_any_event_is_touched(home, tmp_path):
+def test_an_invalid_config_is_reported_with_exit_2_but_never_silences_memory(home, tmp_path):
     feed(home, "cc-1.0.98", dest=tmp_path / "client")
     Path(home.config_yaml).write_text("session_start:\n  max_records: [not, a, number]\n")
-    pending = names(home, "pending")
     proc = run_bin("cortex-normalize", home=home)
     assert proc.returncode == 2
     assert proc.stderr.startswith(b"cortex: ") and b"config" in proc.stderr
-    assert names(home, "pending") == pending and events_in(home, "done") == [] and all_records(home) == []
+    # processed with the defaults (no valid snapshot yet), which are not taken for a valid snapshot
+    assert names(home, "pending") == [] and len(events_in(home, "done")) == 1 and all_records(home)
+    assert not os.path.exists(home.config_json)
     Path(home.config_yaml).write_text("session_start:\n  max_records: 12\n")
     assert run_bin("cortex-normalize", home=home).returncode == 0
-    assert len(events_in(home, "done")) == 1 and all_records(home)
+    assert json.loads(Path(home.config_json).read_text())["session_start"]["max_records"] == 12
 
 
 def test_cursors_file_holds_one_transcript_per_line_and_reads_back_as_written(home, tmp_path):

@@ -1,6 +1,8 @@
 """`cortex install`, `cortex uninstall`, `cortex schedule`: argument parsing and the printed reports
 around cortex.install.hooks and cortex.install.schedule."""
-import json
+import sys
+
+from cortex.cli.output import print_json
 
 from cortex.install import hooks, schedule
 
@@ -41,7 +43,7 @@ def _install_cmd(args):
         report = hooks.apply(args.client, args.command, project=args.project, user=args.user, dry_run=args.dry_run)
     except hooks.InstallError as e:
         if args.json:
-            print(json.dumps({"client": args.client, "action": args.command, "error": str(e)}))
+            print_json({"client": args.client, "action": args.command, "error": str(e)})
         error_line(str(e))
         return 1
     mcp_report = None
@@ -59,7 +61,7 @@ def _install_cmd(args):
             out.pop("settings", None)
         if mcp_report is not None:
             out["mcp"] = mcp_report
-        print(json.dumps(out, indent=1, ensure_ascii=False))
+        print_json(out)
     else:
         print(format_install_report(report))
         if mcp_report is not None:
@@ -142,7 +144,7 @@ def _schedule_cmd(args):
     else:
         r = schedule.remove(dry_run=args.dry_run, activate=activate)
     if args.json:
-        print(json.dumps(r, indent=1))
+        print_json(r)
     else:
         print(format_schedule_report(r))
     # the files are written but the scheduler refused them: the schedule is not running
@@ -154,7 +156,8 @@ def _add_schedule_commands(sub):
                        description="Install or remove the units that run cortex-normalize when events arrive "
                                    "and every %d minutes." % schedule.TIMER_MINUTES)
     ss = p.add_subparsers(dest="schedule_action", metavar="ACTION")
-    ss.required = True
+    # no action: the help on stderr and exit 2, as `cortex inbox` does
+    p.set_defaults(func=lambda args, _p=p: _p.print_help(sys.stderr) or 2)
     for name, helptext in (("install", "write the units (or launchd agent) and activate them"),
                            ("remove", "deactivate and delete exactly what install wrote")):
         q = ss.add_parser(name, help=helptext)

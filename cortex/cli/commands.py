@@ -82,23 +82,15 @@ def table(headers, rows, stream=None, right=()) -> None:
 
 
 def out_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    from cortex.cli.output import print_json
+    print_json(obj)
 
 
-def progress(label: str):
-    """A progress callback that rewrites one stderr line, or None when stderr is not a terminal."""
-    try:
-        if not sys.stderr.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-
-    def cb(i, n):
-        sys.stderr.write("\r%s %d/%d" % (label, i, n))
-        if i >= n:
-            sys.stderr.write("\r%s\r" % (" " * (len(label) + 2 * len(str(n)) + 2)))
-        sys.stderr.flush()
-    return cb
+def progress(label: str, quiet: bool = False):
+    """A progress callback that rewrites one stderr line after the first second, or None when stderr is
+    not a terminal (cortex.cli.progress)."""
+    from cortex.cli.progress import progress as make
+    return make(label, quiet=quiet)
 
 
 def _home(create=False) -> Home:
@@ -156,8 +148,8 @@ def command(fn):
             error_line(str(e), e.hint)
             return e.code
         except ConfigError as e:
-            error_line(str(e), "see docs/configuration.md")
-            return 1
+            error_line(str(e), "fix config.yaml (see docs/configuration.md)")
+            return 2
         except BrokenPipeError:
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)
@@ -399,8 +391,10 @@ def _destroy(args, targets, how, what, also=None):
                 _list_targets(preview)
             raise CortexError("%d record%s match%s and nothing was changed" % (
                 len(targets), "" if len(targets) == 1 else "s", "es" if len(targets) == 1 else ""),
-                "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
-                                                                   "it" if len(targets) == 1 else "them all"))
+                ("pass --yes to delete every record of the project (--dry-run lists them)" if what == "reset" else
+                 "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
+                                                                   "it" if len(targets) == 1 else "them all")),
+                code=1)
     res = forget(_home(), targets, hard=hard, dry_run=args.dry_run)
     extra = also() if also else {}
     if args.json:
@@ -522,9 +516,10 @@ def cmd_doctor(args):
 
 # -- inbox ---------------------------------------------------------------------------------------
 
-@command
 def cmd_inbox(args):
-    raise CortexError("say what to do with the inbox: retry, show or list", "see `cortex inbox --help`")
+    """`cortex inbox` with no action: its help on stderr, exit 2 (a usage error, like every command)."""
+    args.usage_parser.print_help(sys.stderr)
+    return 2
 
 
 @command
@@ -771,7 +766,7 @@ def add_commands(sub) -> None:
     q.add_argument("--state", choices=["tmp", "pending", "claimed", "done", "failed"])
     _json_flag(q)
     q.set_defaults(func=cmd_inbox_list)
-    p.set_defaults(func=cmd_inbox)
+    p.set_defaults(func=cmd_inbox, usage_parser=p)
 
     p = sub.add_parser("export", help="write records as JSON Lines (stdout, or -o FILE)")
     p.add_argument("--scope", choices=["project", "domain", "all"], default="all",

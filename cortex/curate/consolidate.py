@@ -16,6 +16,10 @@ from cortex.model.decay import effective_confidence, elapsed_days, settings
 from cortex.store.index import connect, iso_to_epoch
 
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
+# One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
+# near-identical ones (three sessions that each asked "run the test suite and fix failures") and keeps the
+# newest, since it says where the work stands now.  Compared on their text alone.
+LATEST_WINS = {"progress", "summary"}
 
 SWITCH_PATTERNS = [
     re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+"
@@ -385,16 +389,20 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
         return []
     con = connect(home.index_db, readonly=True)
     try:
-        rows = con.execute("SELECT id, scope_id, type, text, files, times, created FROM records "
+        rows = con.execute("SELECT id, scope_id, type, text, files, times, created, updated FROM records "
                            "WHERE status='active' ORDER BY scope_id, type, id").fetchall()
     finally:
         con.close()
     buckets = {}
-    for rid, scope_id, rtype, text, files, times, created in rows:
+    for rid, scope_id, rtype, text, files, times, created, updated in rows:
         if rtype in MERGEABLE:
             buckets.setdefault((scope_id, rtype), []).append(
                 (rid, terms("%s %s %s" % (rtype, text, " ".join(json.loads(files or "[]")))),
                  len(json.loads(times or "[]")), created or ""))
+        elif rtype in LATEST_WINS:
+            # the newest first: a negated sort key of the update time does the job of "seen most"
+            buckets.setdefault((scope_id, rtype), []).append(
+                (rid, terms(text), -_epoch(updated), created or ""))
     merges = []
     for (scope_id, rtype), recs in sorted(buckets.items()):
         taken = set()
@@ -407,7 +415,7 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
                     group.append((rid2, n2, created2))
             if len(group) < 2:
                 continue
-            group.sort(key=lambda g: (-g[1], g[2], g[0]))
+            group.sort(key=lambda g: (-g[1], g[2], g[0]) if rtype not in LATEST_WINS else (g[1], g[0]))
             keep = group[0][0]
             others = [g[0] for g in group[1:]]
             taken.update(g[0] for g in group)
@@ -435,6 +443,13 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
                 return changed
             store.update(keep, take)
     return merges
+
+
+def _epoch(ts) -> float:
+    try:
+        return float(iso_to_epoch(ts)) if isinstance(ts, str) else float(ts or 0)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _merged(rec: dict, keep: str) -> bool:

@@ -385,16 +385,22 @@ class Run:
 def run(home: Home = None, quiet: bool = False, progress=None, now: float = None) -> dict:
     """One normalizer run.  Returns its stats, or {'busy': pid} when another run holds the lock."""
     home = (home or Home()).ensure()
-    if nothing_to_do(home) and os.path.exists(home.config_json):
+    if nothing_to_do(home) and config_mod.snapshot_current(home):
         return {"events": 0, "idle": True}
     from cortex.core.log import get_logger
     log = get_logger(home, component="normalize")
     t0 = time.time()
     try:
         with RunLock(home.lock):
-            cfg = config_mod.load(home, fast=False)
-            config_mod.write_snapshot(home, cfg)
+            # a broken config.yaml never silences memory: the run goes on with the last valid settings (or
+            # the defaults), keeps that snapshot, and reports the problem (cortex-normalize exits 2)
+            cfg, problem = config_mod.load_checked(home)
+            if problem is None:
+                config_mod.write_snapshot(home, cfg)
             stats = Run(home, cfg, log, progress, now=now).run()
+            if problem is not None:
+                stats["config_error"] = problem
+                stats["config_used"] = config_mod.fallback_source(home)
             stats["duration_ms"] = int((time.time() - t0) * 1000)
             atomic_write_text(home.path("state", "last_run.json"),
                               json.dumps(dict(stats, finished_at=now_iso()), indent=1, sort_keys=True))
