@@ -263,6 +263,14 @@ class RecordStore:
         return None
 
     def write(self, rec: dict):
+        """Write a record (atomically).  Every string in it is redacted first, not only the text: a secret
+        can sit in a plan item, a file name, a branch or the transcript path (a Claude Code transcript folder
+        is named after the project folder).  `rec` is updated in place."""
+        from cortex.store import redact
+        clean, n = redact.redact_fields({k: v for k, v in rec.items() if k not in _STRUCTURAL})
+        if n:
+            rec.update(clean)
+            rec["redactions"] = int(rec.get("redactions") or 0) + n
         if self.validate:
             from cortex.core.schemas import validate  # answers a valid record without importing jsonschema
             problems = validate("record", rec)
@@ -270,6 +278,11 @@ class RecordStore:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         atomic_write_text(record_path(self.root, rec), dump(rec))
         self.changed.add(rec["id"])
+
+
+# Fields the store itself sets to ids, enums and numbers: nothing to redact, and the path depends on them.
+_STRUCTURAL = frozenset(("id", "scope", "type", "status", "confidence", "salience", "pinned", "priority",
+                         "tokens", "redactions"))
 
 
 def _utf8(s: str) -> str:

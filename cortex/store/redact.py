@@ -66,7 +66,7 @@ import math
 import re
 from typing import Callable, Dict, List, Optional, Tuple
 
-__all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder"]
+__all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder", "cut", "redact_fields"]
 
 _PH_PREFIX = "[REDACTED:"
 # One of our own placeholders, exactly.  Detection always needs the whole form: a stray
@@ -300,8 +300,9 @@ _PEM_END = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _RULES: List[_Rule] = [
     # PEM private keys: the closed block, then a truncated one (header + base64 body)
     _Rule("private_key", _PEM_HDR + r".{0,40000}?" + _PEM_END, gate=("private key",), flags=re.S),
-    _Rule("private_key", _PEM_HDR + r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n\\]*|"
-                                    r"[A-Za-z0-9+/=]+|[\r\n]+|\\+[nrt])*", gate=("private key",)),
+    # a header without its END marker (a cut text, a key pasted in part, newlines collapsed to spaces): the
+    # key material runs to the end of the text, or of the JSON string it is in
+    _Rule("private_key", _PEM_HDR + r"(?:[^\"\\]|\\.)*", gate=("private key",), flags=re.S),
     _Rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", gate=("eyj",), lb=True),
     _Rule("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", gate=("sk-",), check=_not_trivial),
     _Rule("openai_key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", gate=("sk-",), lb=True,
@@ -924,3 +925,59 @@ def clean(text: str) -> Tuple[str, int]:
 
 def contains_secret(text: str) -> bool:
     return redact(text)[1] > 0
+
+
+def redact_fields(obj, private: bool = True):
+    """(copy of obj with every string in it cleaned, number of replacements): dict keys and values, list and
+    tuple items, at any depth.  For whole records and imported lines, where a secret may sit in any field
+    (a plan item, a file name, the transcript path)."""
+    fn = clean if private else redact
+    n = [0]
+
+    def walk(x):
+        if isinstance(x, str):
+            out, k = fn(x)
+            n[0] += k
+            return out
+        if isinstance(x, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return type(x)(walk(v) for v in x)
+        return x
+
+    return walk(obj), n[0]
+
+
+_CUT_TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~%")
+_CUT_WORD_BACK = 512
+_CUT_TOKEN_BACK = 400
+_LAST_SPACE = re.compile(r".*(\s|\\[nt])", re.S)  # the last whitespace (or JSON \\n, \\t)
+
+
+def cut(text: str, limit: int, ellipsis: str = "") -> str:
+    """text cut to at most `limit` characters (plus `ellipsis`) without keeping part of a secret.
+
+    A rule that knows a secret by its whole shape (a token's full length, a private key's END marker) no
+    longer sees it once a cut has taken its end, so a plain text[:limit] can keep a prefix and enough of a
+    token to matter.  Here the cut never ends inside a word: it backs off to the last whitespace (within
+    512 characters), else over the last run of token characters (up to 400).  A private key cut in half is handled by
+    `redact` (a header without END runs to the end of the text).  Redacting before cutting is still the
+    rule; this keeps a cut that comes first from making a secret unrecognisable.
+    """
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ellipsis if text else text
+    head = text[:limit]
+    if not text[limit].isspace():
+        m = _LAST_SPACE.search(head, max(0, limit - _CUT_WORD_BACK))
+        i = m.start(1) if m else -1
+        if i >= limit - _CUT_WORD_BACK and i > 0:
+            head = head[:i]
+        else:
+            j = limit
+            while j > 0 and head[j - 1] in _CUT_TOKEN:
+                j -= 1
+            if limit - j <= _CUT_TOKEN_BACK:  # a longer run is a blob (base64 data, minified code), kept
+                head = head[:j]
+    return head.rstrip() + ellipsis
