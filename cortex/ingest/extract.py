@@ -114,11 +114,16 @@ def strip_code(text: str) -> str:
 
 
 def clean_sentence(s: str, limit: int) -> str:
+    """One line of at most `limit` characters.  Secrets are redacted before anything is cut or joined (a cut
+    private key loses its END marker, a cut token its length: neither would be recognised afterwards), and
+    the cut never ends inside a word (`redact.cut`)."""
+    from cortex.model import redact
+    s = redact.redact(s)[0]  # <private> spans stay for the writer (a cut one runs to the end)
     s = MARKDOWN_NOISE_RE.sub("", s).strip()
     s = re.sub(r"\s+", " ", s)
     if len(s) > limit:
         cut = s.rfind(" ", 0, limit - 1)
-        s = s[: cut if cut > limit // 2 else limit - 1].rstrip(",;: ") + "…"
+        s = (s[:cut] if cut > limit // 2 else redact.cut(s, limit - 1)).rstrip(",;: ") + "…"
     return s
 
 

@@ -745,9 +745,10 @@ def parse_import(lines) -> list:
         if problems:
             raise CortexError("line %d (record %s) is not a valid record: %s" % (n, rec.get("id"), problems[0]),
                               "nothing was imported")
-        text, k = redact.clean(rec["text"])
+        # every field, not only the text: a plan item, a file name, the transcript path (issue #18)
+        rec, k = redact.redact_fields(rec)
         if k:
-            rec["text"] = text.strip() or "[REDACTED]"
+            rec["text"] = rec["text"].strip() or "[REDACTED]"
             rec["redactions"] = int(rec.get("redactions") or 0) + k
         if rec["id"] in seen:
             raise CortexError("line %d repeats record %s (first on line %d)" % (n, rec["id"], seen[rec["id"]]),

@@ -292,12 +292,27 @@ class RecordStore:
             except (RecordError, OSError, UnicodeDecodeError) as e:
                 self.rejected.append((rec_id, "record unreadable, left as is: %s" % e))
                 return None
+            import copy
+            before_rec = copy.deepcopy(rec)
             if change(rec):
-                self.write(rec)
+                # read from a file this writer wrote (redacted then): only the changed fields can be new
+                self.write(rec, redact_only=_changed_strings(before_rec, rec))
             return rec
         return None
 
-    def write(self, rec: dict):
+    def write(self, rec: dict, redact_only=None):
+        """Write a record (atomically).  Every string in it is redacted first, not only the text: a secret
+        can sit in a plan item, a file name, a branch or the transcript path (a Claude Code transcript folder
+        is named after the project folder).  `rec` is updated in place.  `redact_only` (field names) limits
+        that to the fields `update` changed; an empty set skips it (and the import of the redactor, which
+        `cortex recall` does without)."""
+        fields = [k for k in rec if k not in _STRUCTURAL and (redact_only is None or k in redact_only)]
+        if fields:
+            from cortex.model import redact
+            clean, n = redact.redact_fields({k: rec[k] for k in fields})
+            if n:
+                rec.update(clean)
+                rec["redactions"] = int(rec.get("redactions") or 0) + n
         if self.validate:
             from cortex.core.schemas import validate  # answers a valid record without importing jsonschema
             problems = validate("record", rec)
@@ -305,6 +320,16 @@ class RecordStore:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         atomic_write_text(record_path(self.root, rec), dump(rec))
         self.changed.add(rec["id"])
+
+
+def _changed_strings(before: dict, after: dict) -> set:
+    """The fields of `after` that differ from `before` and may hold text (not numbers or booleans)."""
+    return {k for k, v in after.items() if before.get(k) != v and not isinstance(v, (bool, int, float))}
+
+
+# Fields the store itself sets to ids, enums, numbers and times: nothing to redact (the path depends on some).
+_STRUCTURAL = frozenset(("id", "scope", "type", "status", "confidence", "salience", "pinned", "priority",
+                         "tokens", "redactions", "created", "updated", "seen", "used", "archived_at"))
 
 
 def _utf8(s: str) -> str:
