@@ -16,7 +16,7 @@ from cortex.core import config as config_mod
 from cortex.inbox import maildir as inbox
 from cortex.core.fsutil import atomic_write_text
 from cortex.core.home import Home
-from cortex.core.lock import Busy, RunLock
+from cortex.core.lock import Busy, RunLock, holding
 from cortex.inbox.cursors import Cursors, cursors_text  # noqa: F401  (cursors_text: Run.save_cursors)
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
@@ -383,7 +383,7 @@ def run(home: Home = None, quiet: bool = False, progress=None, now: float = None
     log = get_logger(home, component="normalize")
     t0 = time.time()
     try:
-        with RunLock(home.lock):
+        with RunLock(home.lock), holding(home):
             cfg = config_mod.load(home, fast=False)
             config_mod.write_snapshot(home, cfg)
             stats = Run(home, cfg, log, progress, now=now).run()

@@ -256,6 +256,7 @@ def query_matches(home, query: str, scope_ids=None, include_archived: bool = Fal
             continue
         if status == "archived" and not include_archived:
             continue
+        path = home.record_file(path)  # a file of this home, whatever home wrote the index
         if path and os.path.exists(path):
             out.append((read_path(path), path))
     return out
@@ -488,6 +489,9 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
             if hard:
                 s["action"] = "would delete" if dry_run else "deleted"
                 if not dry_run:
+                    if not home.contains(path, home.records):
+                        raise CortexError("refusing to delete %s: it is not a record file of the Cortex home %s"
+                                          % (path, home.root), "run `cortex reindex`, then try again")
                     try:
                         os.unlink(path)
                     except FileNotFoundError:
