@@ -73,8 +73,9 @@ def _reindex_changed(home, store, cfg):
 
 def _maybe_locked(home, dry_run):
     import contextlib
-    from cortex.core.lock import locked
-    return contextlib.nullcontext() if dry_run else locked(home, wait=60.0)
+    from cortex.store.journal import writing
+    # the lock, the repair of a killed writer's change, and an intent kept until the index rows are refreshed
+    return contextlib.nullcontext() if dry_run else writing(home, wait=60.0)
 
 
 def cmd_consolidate(args):

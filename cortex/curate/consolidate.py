@@ -207,8 +207,9 @@ def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False, 
     is never pruned from an index read before the restore."""
     if dry_run:
         return _lifecycle(home, store, cfg, now, dry_run)
-    from cortex.core.lock import locked
-    with locked(home, wait=wait):
+    from cortex.store.journal import writing
+    # the intent stays until the caller has indexed the changes (the normalizer, `cortex lifecycle`)
+    with writing(home, wait=wait, cfg=cfg, done_on_exit=False):
         return _lifecycle(home, store, cfg, now, dry_run)
 
 
@@ -271,6 +272,8 @@ def _lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False)
                         actions.pop()
                         store.changed.add(rid)
                         continue
+                    from cortex.store.records import note_change
+                    note_change(home.records, rid, scope_id)
                     os.unlink(path)
                     store.changed.add(rid)
     return actions
@@ -296,8 +299,8 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False, wait: floa
     `merged_into`, so every merge can be undone by hand.  Holds the run lock (unless dry_run)."""
     if dry_run:
         return _consolidate_groups(home, store, cfg, dry_run)
-    from cortex.core.lock import locked
-    with locked(home, wait=wait):
+    from cortex.store.journal import writing
+    with writing(home, wait=wait, cfg=cfg, done_on_exit=False):
         return _consolidate_groups(home, store, cfg, dry_run)
 
 

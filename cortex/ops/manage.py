@@ -29,6 +29,7 @@ from cortex.core.clock import now_iso
 from cortex.core.errors import CortexError
 from cortex.core.home import INBOX_STATES, Home
 from cortex.core.lock import locked
+from cortex.store.journal import writing
 from cortex.inbox.cursors import read_cursors
 
 
@@ -482,7 +483,7 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
     them.  Returns one summary per record with its action."""
     out = []
     ids, scopes, deleted = set(), set(), set()
-    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    ctx = contextlib.nullcontext() if dry_run else writing(home)
     with ctx:
         for rec, path in targets:
             s = summary(rec, path)
@@ -492,6 +493,7 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
                     if not home.contains(path, home.records):
                         raise CortexError("refusing to delete %s: it is not a record file of the Cortex home %s"
                                           % (path, home.root), "run `cortex reindex`, then try again")
+                    records_mod.note_change(home.records, rec["id"], rec.get("scope_id"))  # the intent, first
                     try:
                         os.unlink(path)
                     except FileNotFoundError:
@@ -524,7 +526,7 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
 
 def set_pinned(home, ref: str, pinned: bool = True, cfg=None):
     """Pin (the record always leads the block) or unpin.  Returns (summary, changed)."""
-    with locked(home):
+    with writing(home):
         rec, path = load(home, ref)
         if bool(rec.get("pinned")) == pinned:
             return summary(rec, path), False
@@ -546,7 +548,7 @@ def mark_used(home, ids, at: str = None, restore: bool = True, cfg=None) -> list
         return True
 
     done = []
-    with locked(home, wait=5.0):
+    with writing(home, wait=5.0):
         for rid in ids:
             done.append(update(home, rid, use))
         reindex_records(home, load_config(home, cfg), {r["id"] for r in done}, {r["scope_id"] for r in done})
@@ -580,7 +582,7 @@ def remember(home, text: str, rtype: str = DEFAULT_TYPE, scope: str = None, pinn
                            "at": at}}
     n_secrets = redact.clean(text)[1]
     store = records_mod.RecordStore(home.records)
-    with locked(home):
+    with writing(home):
         try:
             rec, action = store.upsert(cand)
         except records_mod.RecordError as e:
@@ -666,7 +668,7 @@ def edit_record(home, ref: str, editor: str = None, ask=None, cfg=None) -> dict:
             new["redactions"] = int(new.get("redactions") or 0) + n
         if new["text"] != rec["text"]:
             new["tokens"] = tokens.count(new["text"]) + records_mod.LINE_OVERHEAD_TOKENS
-        with locked(home):
+        with writing(home):
             with open(path, "rb") as f:
                 if f.read() != before:
                     keep = os.path.join(home.path("state"), "edited-%s.md" % rec["id"])
@@ -763,7 +765,7 @@ def import_records(home, recs: list, cfg=None, progress=None, dry_run: bool = Fa
     is replaced by the imported one unless they are identical.  Then the index is refreshed."""
     stats = {"records": len(recs), "created": 0, "replaced": 0, "unchanged": 0, "dry_run": dry_run}
     ids, scopes = set(), set()
-    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    ctx = contextlib.nullcontext() if dry_run else writing(home)
     with ctx:
         for i, rec in enumerate(recs):
             path = records_mod.record_path(home.records, rec)

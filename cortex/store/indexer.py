@@ -217,7 +217,9 @@ def reindex(home, cfg, progress=None, log=None, workers=None, wait: float = 60.0
     """Rebuild the index from records/ while holding the run lock (waiting up to `wait` seconds for a
     normalizer run): a normalizer writing records during the rebuild would leave files without rows."""
     from cortex.core.lock import locked
+    from cortex.store import journal
     with locked(home, wait=wait):
+        journal.replay(home, cfg, log=log)  # staging folders of a killed rebuild, intents of killed commands
         return _reindex(home, cfg, progress=progress, log=log, workers=workers)
 
 

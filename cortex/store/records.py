@@ -276,8 +276,20 @@ class RecordStore:
             problems = validate("record", rec)
             if problems:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
+        note_change(self.root, rec["id"], rec.get("scope_id"))
         atomic_write_text(record_path(self.root, rec), dump(rec))
         self.changed.add(rec["id"])
+
+
+# records root -> callable(id, scope_id), called before a record file is written or deleted while a maintenance
+# change is under way (store/journal.py: the ids to re-index if the process dies before its index update)
+JOURNALS = {}
+
+
+def note_change(root: str, rec_id: str, scope_id: str = None) -> None:
+    fn = JOURNALS.get(os.path.abspath(root))
+    if fn is not None:
+        fn(rec_id, scope_id)
 
 
 def _utf8(s: str) -> str:
