@@ -520,8 +520,48 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
                         pass
                 for rid in unlink(home, deleted):
                     ids.add(rid)
+                scrub_cursor_state(home, [rec for rec, _ in targets if rec["id"] in deleted])
             reindex_records(home, load_config(home, cfg), ids, scopes, scrub=bool(deleted))
     return out
+
+
+def scrub_cursor_state(home, recs: list) -> int:
+    """Drop from the extraction state carried in state/cursors.json what the deleted records were made of
+    (the last prompt, edited files, failing commands, open shell calls their text quotes): otherwise the
+    session's next edit would write the forgotten progress record again.  Returns the cursors changed."""
+    from cortex.core.fsutil import atomic_write_text
+    from cortex.inbox.cursors import cursors_text
+    texts = [rec.get("text") or "" for rec in recs]
+    files = {f for rec in recs for f in rec.get("files") or []}
+    sessions = {p.get("session") for rec in recs for p in rec.get("provenance") or [] if p.get("session")}
+    if not texts or not sessions:
+        return 0
+
+    def quoted(s):
+        return isinstance(s, str) and bool(s.strip()) and any(s in t for t in texts)
+
+    cursors = read_cursors(home.cursors)
+    n = 0
+    for cur in cursors.values():
+        st = cur.get("state") if isinstance(cur, dict) else None
+        if not isinstance(st, dict) or cur.get("session") not in sessions:
+            continue
+        before = json.dumps(st, sort_keys=True)
+        lp = st.get("last_prompt")
+        if isinstance(lp, dict) and quoted(lp.get("text")):
+            st["last_prompt"] = None
+        if isinstance(st.get("edited"), list):
+            st["edited"] = [f for f in st["edited"] if not (f in files or quoted(f))]
+        if isinstance(st.get("failures"), dict):
+            st["failures"] = {k: f for k, f in st["failures"].items()
+                              if not (isinstance(f, dict) and (quoted(f.get("cmd")) or quoted(f.get("err"))))}
+        if isinstance(st.get("open_shell"), dict):
+            st["open_shell"] = {k: v for k, v in st["open_shell"].items() if not quoted(v)}
+        if json.dumps(st, sort_keys=True) != before:
+            n += 1
+    if n:
+        atomic_write_text(home.cursors, cursors_text(cursors))
+    return n
 
 
 def set_pinned(home, ref: str, pinned: bool = True, cfg=None):
