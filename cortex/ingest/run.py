@@ -296,7 +296,13 @@ class Run:
                               notes=[clean(w)[0][:300] for w in warnings[:5]])
             res = cands = None  # let the window go before the next is read
             res = next(parts, None)
+        import stat
         for comp in adapter.companions(src):
+            try:  # regular files only: a FIFO or a link to a device would hang the run while it holds the lock
+                if not stat.S_ISREG(os.lstat(comp).st_mode):
+                    continue
+            except OSError:
+                continue
             ckey = os.path.realpath(comp)
             ccur = self.cursors.get(ckey) or {}
             coff = int(ccur.get("offset", 0))
