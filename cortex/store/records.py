@@ -83,6 +83,11 @@ def parse(text: str, where: str = "record") -> dict:
     head = text[4:end + 1]
     if len(head) > MAX_FRONT_MATTER or max(head.count("["), head.count("{")) > 10000:
         raise RecordError("%s: front matter too large or too deeply nested to be a Cortex record" % where)
+    if "&" in head or "*" in head:  # a possible anchor or alias: look at the YAML events (linear, no expansion)
+        problem = _anchors(yaml, head)
+        if problem:
+            raise RecordError("%s: %s; Cortex records never use them (a hand edit?), so it is not read" % (
+                where, problem))
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         front = yaml.load(head, Loader=loader)
@@ -95,6 +100,21 @@ def parse(text: str, where: str = "record") -> dict:
         if k in front and not isinstance(front[k], str):
             front[k] = str(front[k])  # YAML may read an unquoted timestamp as a datetime
     return front
+
+
+def _anchors(yaml, head: str):
+    """Why this front matter is refused when it holds YAML anchors or aliases (an alias bomb expands a few
+    hundred bytes into gigabytes), else None.  Reads the event stream only, which never expands anything."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for ev in yaml.parse(head, Loader=loader):
+            if isinstance(ev, yaml.AliasEvent):
+                return "front matter uses a YAML alias (*%s)" % ev.anchor
+            if getattr(ev, "anchor", None):
+                return "front matter uses a YAML anchor (&%s)" % ev.anchor
+    except Exception:  # yaml.load below reports the syntax error
+        return None
+    return None
 
 
 def read(path: str) -> dict:
