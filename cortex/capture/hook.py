@@ -148,6 +148,8 @@ def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> d
             error = "payload is JSON but not an object"
     except (UnicodeDecodeError, ValueError) as e:
         error = "payload is not JSON: %s" % (str(e)[:200],)
+    except RecursionError:
+        payload, error = None, "payload is nested too deeply to be read"
     event = {
         "schema": EVENT_SCHEMA,
         "kind": kind,
@@ -238,12 +240,28 @@ def capture(kind: str, argv=None) -> int:
             for state in ("tmp", "pending"):
                 os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
             os.makedirs(home.blobs, mode=0o700, exist_ok=True)
-            write_event(home, build_event(kind, raw, client, home))
+            try:
+                write_event(home, build_event(kind, raw, client, home))
+            except (RecursionError, ValueError, TypeError, MemoryError) as e:
+                # the payload itself broke the event (nesting deeper than json.dumps goes, ...): keep it raw,
+                # unparsed, so the normalizer quarantines it with a reason instead of it being lost
+                write_event(home, raw_event(kind, raw, client, "%s: %s" % (type(e).__name__, str(e)[:200])))
         finally:
             os.umask(old)
     except BaseException as e:  # a hook must never fail the client's session
         _log_failure(home, kind, e)
     return 0
+
+
+def raw_event(kind: str, raw: bytes, client_flag, error: str) -> dict:
+    """An unparsed event holding the payload's bytes as text (the fallback when build_event fails)."""
+    return {"schema": EVENT_SCHEMA, "kind": kind,
+            "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".%03dZ" % (
+                time.time_ns() // 1_000_000 % 1000),
+            "client": detect_client(None, client_flag),
+            "parsed": False, "payload": None,
+            "transcript": {"path": None, "size": None, "mtime": None, "blob": None, "blob_kind": None},
+            "raw": raw[:MAX_STDIN].decode("utf-8", "backslashreplace"), "error": error}
 
 
 def main_stop():
