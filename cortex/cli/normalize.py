@@ -18,7 +18,7 @@ def main(argv=None) -> int:
     home = Home()
     if args.watch:
         from cortex.inbox.watch import watch
-        return watch(home, run)
+        return watch(home, _and_sync(run, args.quiet))
     try:
         stats = run(home)
     except config_mod.ConfigError as e:
@@ -46,7 +46,27 @@ def main(argv=None) -> int:
     if stats.get("failed"):
         sys.stderr.write("cortex-normalize: %d event(s) quarantined in %s; see the .reason.txt files, "
                          "then `cortex inbox retry`\n" % (stats["failed"], home.inbox_dir("failed")))
+    _sync_after(home, args.quiet)
     return 0
+
+
+def _sync_after(home, quiet):
+    """`sync.after_normalize`: the same path for a person's run, the timer's and --watch (cortex/cli/sync.py)."""
+    from cortex.cli.sync import after_normalize
+    try:
+        after_normalize(home, quiet=quiet)
+    except Exception as e:  # a sync problem never fails the normalizer run
+        from cortex.core.log import error_line
+        error_line("sync after normalize failed: %s: %s" % (type(e).__name__, e), "run `cortex sync` to see why")
+
+
+def _and_sync(run, quiet):
+    def run_then_sync(home):
+        stats = run(home)
+        if "busy" not in stats:
+            _sync_after(home, True)
+        return stats
+    return run_then_sync
 
 
 def run_main():
