@@ -15,7 +15,7 @@ same record (the same bytes once `records.dump` writes it).  The rule, per field
   status                    superseded if either side is superseded; else archived (forgotten) when the
                             latest `archived_at` of an archived side is not older than every seen/used
                             time (a use after the forget restores it, as `cortex recall` does locally);
-                            else active
+                            else active; `archived_at` only on an archived result
   merged_into               the larger non-empty value
   everything else           (text, plan, files, file_state, branch, tokens, project, unknown keys) taken
                             together from the side whose `updated` is later; on a tie, the side whose
@@ -106,9 +106,7 @@ def merge(a: dict, b: dict) -> dict:
         out["merged_into"] = None
     out["status"], archived_at = _status(a, b, out)
     if archived_at:
-        out["archived_at"] = archived_at
-    elif out["status"] == "superseded" and any(r.get("archived_at") for r in (a, b)):
-        out["archived_at"] = max(str(r["archived_at"]) for r in (a, b) if r.get("archived_at"))
+        out["archived_at"] = archived_at  # (a superseded or active result has none: that keeps the rule a join)
     return out
 
 
