@@ -47,6 +47,8 @@ REC_PATH = re.compile(r"^records/(L0|L1)/([A-Za-z0-9][A-Za-z0-9._-]{0,120})/(r[0
 TOMB_PATH = re.compile(r"^tombstones/(r[0-9a-f]{16})$")
 TRIES = 4
 NET_TIMEOUT = 300
+BATCH_FSYNC = 20      # more records than this arriving at once: written without fsync each, then one sync
+REINDEX_FROM = 2000   # more changed ids than this: rebuild the index instead of updating rows
 
 
 # -- where things are -----------------------------------------------------------------------------
@@ -438,11 +440,12 @@ def _plan(home, cfg, repo, base_tip, remote_tip, choose, remote_only_selected: b
 
         out = None  # the record's new content: bytes, or None for deleted
         out_rec = None
+        as_is = False  # out_rec is the remote's version unchanged: its bytes travel as they are
         if rid in tombs:
             out = None
         elif ls is not None and rs is not None:
             if ls == bs:
-                out_rec = parsed("R")
+                out_rec, as_is = parsed("R"), True
             elif rs == bs:
                 out = data_of("L")
             else:
@@ -460,16 +463,17 @@ def _plan(home, cfg, repo, base_tip, remote_tip, choose, remote_only_selected: b
             if bs is not None and rs == bs:
                 out = None  # deleted here, unchanged there
             else:
-                out_rec = parsed("R")
+                out_rec, as_is = parsed("R"), True
         if out is not None and tombs and any(t.encode() in out for t in tombs):
             out_rec = parsed("L")
         if out_rec is not None:
-            recmerge.drop_links(out_rec, tombs)
+            if recmerge.drop_links(out_rec, tombs):
+                as_is = False
             problems = validate("record", out_rec)
             if problems:
                 raise CortexError("sync cannot decide record %s: the result does not match the record schema: %s"
                                   % (rid, problems[0]), "nothing changed here; fix the file, then sync again")
-            out = records.dump(out_rec).encode("utf-8")
+            out = data_of("R") if as_is else records.dump(out_rec).encode("utf-8")
         here = data_of("L") if ls is not None else None
         if out != here and not (out is not None and here is not None and blob_sha(out) == ls):
             if out is None:
@@ -529,6 +533,8 @@ def sync(home, cfg=None, dry_run: bool = False, log=None) -> dict:
     choose = Chooser(home, cfg)
     t0 = time.time()
     with locked(home, wait=30):
+        if not dry_run:
+            _finish_interrupted(home, cfg)
         for attempt in range(TRIES):
             remote_tip = _fetch(repo, branch)
             base_tip = _rev(repo, "refs/heads/" + branch)
@@ -567,16 +573,21 @@ def sync(home, cfg=None, dry_run: bool = False, log=None) -> dict:
 
 
 def _apply_local(home, cfg, plan: Plan) -> dict:
-    """Write what arrived, delete what went; refresh their index rows.  Returns {repo path: new bytes|None}."""
-    from cortex.store.records import RecordStore, RecordError, dump
+    """Write what arrived, delete what went; refresh their index rows.  Returns {repo path: file written}."""
+    from cortex.store.records import RecordStore, RecordError
     store = RecordStore(home.records)
     changed, ids, scopes = {}, set(), set()
+    batch = len(plan.local_put) > BATCH_FSYNC
+    todo = {"ids": sorted({m.group(3) for m in map(REC_PATH.match, list(plan.local_put) + list(plan.local_del))}),
+            "scopes": sorted({m.group(2) for m in map(REC_PATH.match, list(plan.local_put) + list(plan.local_del))})}
+    if todo["ids"]:  # a journal: a sync killed after these writes has the next one refresh the index first
+        atomic_write_text(_journal_path(home), json.dumps(todo))
     for p, rec in sorted(plan.local_put.items()):
         try:
-            store.write(rec)
+            store.write(rec, durable=not batch)
         except RecordError as e:
             raise CortexError("sync cannot write record %s: %s" % (rec.get("id"), e), "run `cortex sync` again")
-        changed[p] = dump(rec).encode("utf-8")
+        changed[p] = store.path_of(rec)
         ids.add(rec["id"])
         scopes.add(rec["scope_id"])
     for p, path in sorted(plan.local_del.items()):
@@ -588,20 +599,62 @@ def _apply_local(home, cfg, plan: Plan) -> dict:
             os.rmdir(os.path.dirname(path))
         except OSError:
             pass
-        changed[p] = None
         m = REC_PATH.match(p)
         ids.add(m.group(3))
         scopes.add(m.group(2))
-    if ids:
-        from cortex.store.indexer import update_index
-        update_index(home, cfg, ids, scopes, scrub=bool(plan.local_del))
+    if batch and hasattr(os, "sync"):
+        os.sync()  # one flush for the batch instead of two fsyncs per file; before the base moves
+    _refresh_index(home, cfg, ids, scopes, scrub=bool(plan.local_del))
     return changed
+
+
+def _journal_path(home) -> str:
+    return home.path("sync", "index-pending.json")
+
+
+def _refresh_index(home, cfg, ids, scopes, scrub=False):
+    if len(ids) > REINDEX_FROM:
+        from cortex.store.indexer import reindex
+        reindex(home, cfg)
+    elif ids:
+        from cortex.store.indexer import update_index
+        update_index(home, cfg, set(ids), set(scopes), scrub=scrub)
+    try:
+        os.unlink(_journal_path(home))
+    except FileNotFoundError:
+        pass
+
+
+def _finish_interrupted(home, cfg):
+    """The index rows a killed sync wrote records for but did not refresh."""
+    try:
+        with open(_journal_path(home), encoding="utf-8") as f:
+            todo = json.load(f)
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        todo = None
+    if not isinstance(todo, dict):
+        from cortex.store.indexer import reindex
+        reindex(home, cfg)
+        os.unlink(_journal_path(home))
+        return
+    _refresh_index(home, cfg, todo.get("ids") or [], todo.get("scopes") or [], scrub=True)
 
 
 def _save_cache(home, plan: Plan, changed: dict):
     cache = plan.new_cache
-    for p, data in changed.items():
-        cache.pop(p, None)  # read again next time: cheap, and never trusts a stat taken around a write
+    for p in plan.local_del:
+        cache.pop(p, None)
+    for p, path in changed.items():  # written by us under the lock: hash what is there now
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            st = os.stat(path)
+        except OSError:
+            cache.pop(p, None)
+            continue
+        cache[p] = [st.st_ino, st.st_mtime_ns, st.st_size, blob_sha(data)]
     os.makedirs(sync_dir(home), mode=0o700, exist_ok=True)
     atomic_write_text(_cache_path(home), json.dumps(cache, separators=(",", ":")))
 

@@ -270,13 +270,14 @@ class RecordStore:
             return rec
         return None
 
-    def write(self, rec: dict):
+    def write(self, rec: dict, durable: bool = True):
+        """Validate and write atomically; `durable=False` leaves the fsyncs to the caller (a batch)."""
         if self.validate:
             from cortex.core.schemas import validate  # answers a valid record without importing jsonschema
             problems = validate("record", rec)
             if problems:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
-        atomic_write_text(record_path(self.root, rec), dump(rec))
+        atomic_write_text(record_path(self.root, rec), dump(rec), durable=durable)
         self.changed.add(rec["id"])
 
 
