@@ -259,8 +259,7 @@ def seen_folders(home) -> set:
     for cur in read_cursors(home.cursors).values():
         if isinstance(cur, dict) and isinstance(cur.get("cwd"), str) and cur["cwd"]:
             out.add(cur["cwd"])
-    from cortex.core.home import INBOX_STATES
-    for state in INBOX_STATES:
+    for state in ("pending", "claimed"):  # sessions read already are in the cursors
         d = home.inbox_dir(state)
         try:
             names = os.listdir(d)
