@@ -210,6 +210,10 @@ def build_parser(command: str = None):
         pass
 
     if not light:
+        from cortex.cli.sync import add_commands as add_sync_commands  # cortex sync [init|status|migrate]
+        add_sync_commands(sub)
+
+    if not light:
         try:  # client hook installation and scheduling live in their own modules
             from cortex.cli.clients import add_commands as add_install_commands
             add_install_commands(sub)

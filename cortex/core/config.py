@@ -63,6 +63,11 @@ DEFAULTS = {
         "done_retention_days": 7,           # processed events in inbox/done/ are deleted after this many days
         "lock_stale_seconds": 600,          # a lock older than this whose process is gone is taken over
     },
+    "sync": {
+        "after_normalize": False,   # run `cortex sync` after each cortex-normalize run (once `cortex sync init` ran)
+        "domains": [],              # L1 domains (names or globs) whose records travel; nothing by default
+        "projects": [],             # projects whose L0 records travel: ids, id globs or folder path globs
+    },
     "log": {"level": "info"},
 }
 

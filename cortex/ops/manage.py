@@ -514,6 +514,8 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
             out.append(s)
         if ids:
             if deleted:
+                from cortex.store import tombstones  # so that `cortex sync` deletes them elsewhere too
+                tombstones.add(home, [r for r, _ in targets if r.get("id") in deleted])
                 for folder in {os.path.dirname(p) for _, p in targets}:
                     try:
                         os.rmdir(folder)  # only when empty

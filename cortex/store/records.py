@@ -320,12 +320,12 @@ class RecordStore:
             return rec
         return None
 
-    def write(self, rec: dict, redact_only=None):
+    def write(self, rec: dict, redact_only=None, durable: bool = True):
         """Write a record (atomically).  Every string in it is redacted first, not only the text: a secret
         can sit in a plan item, a file name, a branch or the transcript path (a Claude Code transcript folder
         is named after the project folder).  `rec` is updated in place.  `redact_only` (field names) limits
         that to the fields `update` changed; an empty set skips it (and the import of the redactor, which
-        `cortex recall` does without)."""
+        `cortex recall` does without).  `durable=False` leaves the fsyncs to the caller (a batch)."""
         fields = [k for k in rec if k not in _STRUCTURAL and (redact_only is None or k in redact_only)]
         if fields:
             from cortex.model import redact
@@ -339,7 +339,7 @@ class RecordStore:
             if problems:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         note_change(self.root, rec["id"], rec.get("scope_id"))
-        atomic_write_text(record_path(self.root, rec), dump(rec))
+        atomic_write_text(record_path(self.root, rec), dump(rec), durable=durable)
         self.changed.add(rec["id"])
 
 
