@@ -35,22 +35,11 @@ def detect_client(payload, flag=None) -> str:
     """The client that ran the hook: the installed hook's --client flag, else the environment, else the payload."""
     if flag:
         return flag
-    env = os.environ
-    if any(k.startswith("CODEX_") for k in env):
-        return "codex"
-    if env.get("CLAUDECODE") or env.get("CLAUDE_PROJECT_DIR") or env.get("CLAUDE_CODE_SESSION_ID"):
-        return "claude-code"
-    if env.get("GEMINI_SESSION_ID") or env.get("GEMINI_CLI") or env.get("GEMINI_PROJECT_DIR"):
-        return "gemini"
-    if isinstance(payload, dict):
-        tp = str(payload.get("transcript_path") or "").replace("\\", "/")
-        if "/sessions/" in tp and os.path.basename(tp).startswith("rollout-"):
-            return "codex"
-        if "/.claude/" in tp:
-            return "claude-code"
-        if "/.gemini/" in tp:
-            return "gemini"
-    return "unknown"
+    from cortex.clients import spec
+    found = spec.client_from_env(os.environ)
+    if not found and isinstance(payload, dict):
+        found = spec.client_from_path(str(payload.get("transcript_path") or ""))
+    return found or "unknown"
 
 
 def _safe_transcript(path):
