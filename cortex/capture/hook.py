@@ -11,24 +11,14 @@ import os
 import sys
 import time
 
-from cortex.core.fsutil import write_fully
 from cortex.core.home import Home
+from cortex.inbox.maildir import deliver as write_event  # noqa: F401  (the inbox owns its folders)
 
 EVENT_SCHEMA = "cortex.event/1"
 MAX_STDIN = 8 * 1024 * 1024          # a hook payload is a few KB; never buffer more than this
 COPY_FALLBACK_MAX = 4 * 1024 * 1024  # when a hard link is impossible, copy transcripts up to this size
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
 
-_seq = 0
-
-
-def unique_name() -> str:
-    """A Maildir-style name: time, pid, random and host, so parallel sessions never collide."""
-    global _seq
-    _seq += 1
-    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in (os.uname().nodename if hasattr(os, "uname")
-                                                                    else os.environ.get("COMPUTERNAME", "host")))
-    return "%d.P%dQ%dR%s.%s" % (time.time_ns(), os.getpid(), _seq, os.urandom(6).hex(), host[:40] or "host")
 
 
 def detect_client(payload, flag=None) -> str:
@@ -155,29 +145,6 @@ def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> d
         event["raw"] = raw[:MAX_STDIN].decode("utf-8", "backslashreplace")
         event["error"] = error
     return event
-
-
-def write_event(home: Home, event: dict) -> str:
-    """Maildir delivery: write in tmp/, fsync, rename into pending/.  Returns the pending path."""
-    name = unique_name() + ".json"
-    tmp = os.path.join(home.inbox_dir("tmp"), name)
-    # ASCII escapes: a lone surrogate (half an emoji) in a payload must not lose the event
-    data = json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        try:
-            write_fully(fd, data)
-        finally:
-            os.close(fd)
-        dst = os.path.join(home.inbox_dir("pending"), name)
-        os.rename(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return dst
 
 
 def _read_stdin() -> bytes:
