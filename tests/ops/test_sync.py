@@ -416,7 +416,7 @@ def test_kill_in_the_middle_of_a_sync(tmp_path, remote):
     ms = a, b = [Machine(tmp_path, remote, n) for n in "ab"]
     rng = random.Random(11)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     made = set()
     for step in range(10):
         m = ms[step % 2]
