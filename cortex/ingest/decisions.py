@@ -24,9 +24,9 @@ RECENT = 8
 _ = r"[\s,.!:;—–-]*"
 AGREE_RE = re.compile(
     r"^\s*(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
-    r"reasonable|perfect)|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)|works|makes sense|is fine)|"
-    r"works for me|fine by me|makes sense|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
-    r"approved|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
+    r"reasonable|perfect)(?: to me)?|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)(?: to me)?|works(?: for me)?|"
+    r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
+    r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
     r"this|it)|go with (?:that|this|it)|\+1|👍)\b(?![-'])" + _ + r")+", re.I)
 CHOOSE_RE = re.compile(r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
@@ -47,6 +47,54 @@ CONDITION_RE = re.compile(r"^\s*(?:(?:but|and|though|although|just|however)\s+)*
                           r"limit\b|cap\b|as well\b|too\b|but\b)", re.I)
 QUESTION_START_RE = re.compile(r"^\s*(?:(?:but|and|so|ok|okay)\s+)?(?:what|why|how|who|where|when|which|is|are|"
                                r"do|does|did|can|could|would|will|should|shall|isn'?t|aren'?t|won'?t)\b", re.I)
+
+# a reply that leaves the question open: never an agreement, whatever word it starts with
+UNDECIDED_RE = re.compile(r"\b(?:open\s+question|not\s+sure|no\s+need\s+to\s+decide|let\s+me\s+(?:ask|think|check\s+with)|"
+                          r"get\s+back\s+to\s+you|no\s+change|leave\s+it|leaving\s+it|park(?:ed)?\s+(?:it|that|this)|"
+                          r"don'?t\s+want\s+to\s+decide|(?:not|don'?t)\s+pick\s+(?:one|any)|keep\s+an\s+eye)\b", re.I)
+# what the user says before agreeing: conceding a point, or nothing but a filler word
+CONCEDE_RE = re.compile(r"^(?:(?:right|fair(?:\s+enough)?|true|ok(?:ay)?|yeah|yes|good\s+point|makes\s+sense|fine|"
+                        r"not\s+that(?:\s+one)?(?:\s+then)?|skip\s+(?:it|that)|point\s+taken|you'?re\s+right|"
+                        r"convinced)[\s,.!;:—–-]*)+$", re.I)
+# the user picks the assistant's main proposal over the alternative it also mentioned
+FIRST_IDEA_RE = re.compile(r"\b(?:your|the)\s+(?:first|original|main)\s+(?:idea|suggestion|option|proposal|plan|one)\s+"
+                           r"(?:is|was|sounds)\s+better\b|\b(?:go|stick)\s+with\s+(?:your|the)\s+(?:first|original|main)\b|"
+                           r"\bstick\s+with\s+(?:your|the)\s+(?:proposal|suggestion|plan)\b", re.I)
+# the user turns down the alternative the assistant offered ("no, ..."); the rest of the sentence is the reason
+DECLINE_ALT_RE = re.compile(r"^(?:no|nope|nah|let'?s\s+not|definitely\s+not|absolutely\s+not|please\s+don'?t|not\s+that"
+                            r"(?:\s+one)?)\b[\s,.!;:—–-]*(?P<reason>.*)$", re.I)
+# a condition introduced by name ("one thing though: ...", "with one tweak: ...", "caveat: ...")
+COND_LEAD_RE = re.compile(r"^(?:(?:but|though|although|however|and)\s*[,:]?\s*)?(?:(?:with\s+)?(?:one|a|just\s+one)\s+"
+                          r"(?:small\s+)?(?:tweak|thing|condition|caveat|exception|change|catch|detail|proviso)"
+                          r"(?:\s+though)?|caveat|condition|exception|tweak|proviso|one\s+more\s+thing)\s*[:,—–-]\s*",
+                          re.I)
+# an afterthought to what was just agreed, in a later turn ("one more thing: ...", "forgot to say, ...")
+AFTER_RE = re.compile(r"^(?:oh|ah|and|btw)?[\s,.!]*(?:(?:and\s+)?one\s+more\s+thing(?:\s+(?:about|on)\s+(?:that|this|it))?|"
+                      r"forgot\s+to\s+(?:say|mention|add)|(?:actually[\s,.]+)?wait|actually|thinking\s+about\s+it\s+"
+                      r"(?:more|again)|on\s+second\s+thought|one\s+(?:caveat|exception|condition|addition)|"
+                      r"p\.?s\.?|i\s+should\s+(?:have\s+)?(?:said|mentioned))\b[\s,.:;!—–-]+(?P<body>.+)$", re.I | re.S)
+AFTER_TURNS = 6
+# the assistant mentions a different course beside its proposal ("the simpler alternative would be to ...")
+ALT_RE = re.compile(r"(?:^|\b)(?:(?:the|a|one)\s+)?(?:(?:simpler|obvious|cheaper|other|naive|quicker)\s+)?alternative"
+                    r"\s+(?:would\s+be|is)\s+(?:to\s+)?(?P<a>[^.?;,]{6,})|\bwe\s+could\s+also\s+(?:just\s+)?(?P<b>[^.?;,]{6,})|"
+                    r"^or,?\s+(?:much\s+|even\s+)?(?:simpler|cheaper|quicker|instead)[\s,:]+(?:we\s+could\s+)?"
+                    r"(?P<c>[^.?;,]{6,})", re.I)
+# the user asks about a different course ("why not just ...?", "couldn't we simply ...?")
+CHALLENGE_RE = re.compile(r"^\s*(?:but\s+|hmm+,?\s+)?(?:why\s+not\s+(?:just\s+|simply\s+)?|what\s+about\s+|couldn'?t\s+we\s+"
+                          r"(?:just\s+|simply\s+)?|can'?t\s+we\s+(?:just\s+|simply\s+)?|wouldn'?t\s+it\s+be\s+(?:simpler|"
+                          r"easier)\s+to\s+|shouldn'?t\s+we\s+(?:just\s+)?|isn'?t\s+it\s+(?:simpler|easier)\s+to\s+)"
+                          r"(?P<alt>[^?\n]{3,140})\?\s*$", re.I)
+# the assistant's reason against it ("I considered it; the problem is that ...", "we could, but ...")
+COUNTER_RE = re.compile(r"(?:the\s+(?:problem|issue|catch|trouble|downside)\s+(?:is|was)(?:\s+that)?|\bbut|\bexcept\s+that|"
+                        r"\bhowever,?)\s+(?P<reason>[^.!?]{10,})", re.I)
+REAFFIRM_RE = re.compile(r"\b(?:stick|still\s+go|stay)\s+with\s+(?:my|the|our)\s+(?:suggestion|proposal|first|original|plan|"
+                         r"recommendation)|\bhence\s+the\s+proposal\b|\b(?:the|my)\s+proposal\s+above\b", re.I)
+# a concrete course named as the proposal ("One clean option: ...", "The least invasive fix I can see is to ...")
+FIRM_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|here'?s)[\s,:]+)?(?:(?:one|the|my|our|a)\s+)?(?:(?:clean|cleaner|simple|simplest|"
+                     r"cleanest|safest|cheapest|least\s+invasive|most\s+direct|smallest|best|minimal|straightforward|"
+                     r"proposed|recommended|concrete|sensible|pragmatic)\s+)*(?:option|fix|approach|plan|proposal|"
+                     r"recommendation|suggestion|way\s+forward|solution|change|route)(?:\s+I\s+(?:can\s+)?(?:see|"
+                     r"think\s+of)|\s+here)?\s*(?::|—|–|\s-\s|(?:is|would\s+be)\s+to\s+|(?:is|would\s+be)\s*:)\s*", re.I)
 
 # -- what the assistant proposes ------------------------------------------------------------------
 PROPOSAL_RE = re.compile(
@@ -95,6 +143,14 @@ SUMMARY_RE = re.compile(
     r"revised)\s+(?:rule|decision|policy|approach|convention)(?:\s+(?:is|for\s+[^:]{1,60}))?|(?:the\s+)?(?:rule|decision|"
     r"policy|convention)(?:\s+(?:is\s+now|now|for\s+[^:]{1,60}))?|summary\s+of\s+(?:the\s+decision|what\s+we\s+agreed))"
     r"(?:\*\*)?\s*(?::|—|–|\s-\s|\bthat\b|\bto\b|\bon\b)\s*(?:\*\*)?\s*(?P<body>.*)", re.I)
+# other ways to sum up; all but "settled" only right after an agreement (a "Summary of the change:" alone
+# is a change log, not a decision)
+RECAP_RE = re.compile(r"^\s*(?:\*\*)?(?:(?:so|ok(?:ay)?|done|great|alright|right)\s*[,.!:—–-]*\s*)*(?:(?P<strong>settled|"
+                      r"agreed|decided)|recap(?:\s+for\s+[^:]{1,40})?|(?:quick\s+)?summary(?:\s+of\s+(?:the\s+)?(?:change|"
+                      r"changes|fix|plan))?|for\s+the\s+record(?:,?\s+the\s+(?:behaviou?r|rule|logic)\s+is\s+now)?|"
+                      r"the\s+(?:behaviou?r|rule|logic)\s+is\s+now|in\s+short|tl;?\s*dr)(?:\*\*)?\s*[:—–]\s*(?:\*\*)?\s*"
+                      r"(?P<body>.*)", re.I)
+NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
 
@@ -158,8 +214,11 @@ def _prose(text: str) -> str:
     return CODE_FENCE_RE.sub("\n", text or "")
 
 
+_TOPIC = {}  # the state of the step under way: its user-named subjects rank first among the recent ones
+
+
 def initial_state() -> dict:
-    return {"proposal": None, "recent": [], "accepted": None}
+    return {"proposal": None, "recent": [], "accepted": None, "alternative": None, "settled": None}
 
 
 # -- proposals ----------------------------------------------------------------------------------------
@@ -191,13 +250,15 @@ def proposal_of(text: str):
             continue
         if NARRATION_RE.search(s) or WEAK_ACTION_RE.search(s) or HYPOTHETICAL_RE.search(s):
             continue
-        if PROPOSAL_RE.search(s):
+        if REAFFIRM_RE.search(s):
+            continue  # "so I'd stick with my suggestion": the earlier proposal stands, this is not a new one
+        if PROPOSAL_RE.search(s) or FIRM_RE.match(s):
             asked = asked or s.endswith("?")
             picked.append(s)
     if not picked and not options:
         return None
     if not asked and not options and not any(re.search(r"\b(?:propose|suggest|recommend|I'?d)\b", p, re.I)
-                                             for p in picked):
+                                             or FIRM_RE.match(p) and len(prose.split()) <= 120 for p in picked):
         return None
     return {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
 
@@ -208,7 +269,7 @@ def _statement(proposal: str) -> str:
     for s in _sentences(proposal):
         if ASK_RE.search(s) and len(s.split()) <= 8:
             continue
-        s = LEAD_RE.sub("", s, count=1).strip()
+        s = LEAD_RE.sub("", FIRM_RE.sub("", s, count=1), count=1).strip()
         # "For `x()` I'd retry 3 times" -> "For `x()`: retry 3 times"
         s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
                    r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)
@@ -225,6 +286,8 @@ def _subject_prefix(text: str, *contexts) -> str:
     if subjects(text):
         return ""
     for ctx in contexts:
+        if isinstance(ctx, list) and ctx is _TOPIC.get("recent"):
+            ctx = [n for n in ctx if n not in (_TOPIC.get("topic") or [])] + list(_TOPIC.get("topic") or [])
         if isinstance(ctx, list):
             names = list(reversed(ctx))
         else:
@@ -245,9 +308,12 @@ def _condition(rest: str):
         return "", False
     if first.rstrip().endswith("?") or QUESTION_START_RE.match(first) and "?" in first:
         return "", False
-    if CONDITION_RE.match(first):
-        return _tidy(re.sub(r"^\s*(?:but|and|though|although|however)\s+(?=only|except|unless|not|as long)", "", first,
-                            flags=re.I)).rstrip("."), True
+    named = COND_LEAD_RE.match(first)
+    if named and len(first[named.end():].split()) >= 3:
+        return _tidy(first[named.end():]).rstrip("."), True
+    if CONDITION_RE.match(first) or re.match(r"^(?:but|though|although)\s+\w+\s+\w+", first, re.I):
+        return _tidy(re.sub(r"^\s*(?:(?:but|and|though|although|however)\s+(?=only|except|unless|not|as long)|"
+                            r"(?:though|although)\s+)", "", first, flags=re.I)).rstrip("."), True
     return "", True
 
 
@@ -264,11 +330,36 @@ def user_turn(text: str, st: dict):
     if not prose or prose.startswith("/"):
         return out
     prop = st.get("proposal")
+    alt = st.get("alternative")
+    lead = []  # rejected records that come before the agreement in the same reply
+    if prop and not UNDECIDED_RE.search(prose) and not POSTPONE_RE.search(prose.split("\n")[0]):
+        # "Fair, not that then. Go ahead" / "No, <reason>. Your first idea is better, go with that": the agreement
+        # may follow a concession or the refusal of the alternative the assistant also offered
+        sents0 = list(_sentences(prose))
+        for j, sj in enumerate(sents0[:4]):
+            if j == 0 or not (AGREE_RE.match(sj) or FIRST_IDEA_RE.search(sj) or CHOOSE_RE.match(sj)):
+                continue
+            before = " ".join(sents0[:j])
+            dec = DECLINE_ALT_RE.match(before)
+            if CONCEDE_RE.match(before):
+                if alt and alt.get("by") == "user" and alt.get("reason"):
+                    lead.append(("rejected", _rejection(alt["text"], alt["reason"], prop, st), USER_REJECTED - 0.05,
+                                 "rejected"))
+            elif dec and alt and alt.get("by") == "assistant" and not before.rstrip().endswith("?"):
+                reason = dec.group("reason").strip().rstrip(".")
+                if len(reason.split()) >= 3:
+                    lead.append(("rejected", _rejection(alt["text"], reason, prop, st), USER_REJECTED, "rejected"))
+            else:
+                break
+            prose = " ".join(sents0[j:])
+            if FIRST_IDEA_RE.search(prose) and not AGREE_RE.match(prose):
+                prose = "go with that. " + prose[FIRST_IDEA_RE.search(prose).end():].lstrip(" ,.;")
+            break
     first_line = prose.split("\n")[0]
     choose = CHOOSE_RE.match(first_line)
     agree = AGREE_RE.match(prose)
     cond_only = COND_ONLY_RE.match(prose)
-    if prop and (choose or agree or cond_only) and not DECLINE_RE.match(prose):
+    if prop and (choose or agree or cond_only) and not DECLINE_RE.match(prose) and not UNDECIDED_RE.search(prose):
         statement = None
         if choose:
             opts = prop.get("options") or {}
@@ -293,6 +384,7 @@ def user_turn(text: str, st: dict):
             text_ = _with_condition(statement, cond)
             text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
                                     st.get("recent")) + text_
+            out.extend(lead)
             out.append(("decision", text_, ACCEPTED, "accepted"))
             return out
     # the user turns down the alternative with a reason, and maybe says what to do instead
@@ -336,7 +428,30 @@ def user_turn(text: str, st: dict):
     return out
 
 
-def summary_of(text: str):
+def _rejection(alt: str, reason: str, prop, st) -> str:
+    alt = re.sub(r"^(?:just|simply)\s+", "", _tidy(alt).rstrip(".?"), flags=re.I)
+    text_ = "Not %s: %s." % (alt, _tidy(reason).rstrip("."))
+    return _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+
+
+def afterthought(text: str, st: dict):
+    """A condition the user adds in a later turn to what was agreed ("one more thing: ...", "forgot to
+    say, ..."): the agreed decision with the condition appended, or None."""
+    settled = st.get("settled")
+    m = AFTER_RE.match(_prose(text).strip())
+    if not settled or not m:
+        return None
+    sents = [_tidy(x) for x in _sentences(m.group("body"))]
+    sents = [x for x in sents if not x.endswith("?")]
+    if not sents:
+        return None
+    cond = sents[0].rstrip(".")
+    if len(cond.split()) < 3 or POSTPONE_RE.search(cond) or UNDECIDED_RE.search(cond) or NARRATION_RE.search(cond):
+        return None
+    return _with_condition(settled["text"], cond)
+
+
+def summary_of(text: str, weak: bool = False):
     """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None."""
     prose = _prose(text)
     lines = prose.split("\n")
@@ -344,14 +459,17 @@ def summary_of(text: str):
         for part in [line] + [p for p in re.split(r"(?<=[.!])\s+", line)][1:]:
             m = SUMMARY_RE.match(part)
             if not m or not SUMMARY_LEAD_OK.search(part[:m.start("body")]):
-                continue
+                m = RECAP_RE.match(part)
+                if not m or not (weak or m.group("strong")):
+                    continue
             body = m.group("body").strip()
             if not body or body.endswith(":"):
                 items = []
                 for nxt in lines[i + 1:i + 7]:
                     b = BULLET_RE.match(nxt)
                     if b:
-                        items.append(_tidy(b.group(1)).rstrip(".;"))
+                        if not NOT_DOING_RE.match(_tidy(b.group(1))):
+                            items.append(_tidy(b.group(1)).rstrip(".;"))
                     elif items or nxt.strip():
                         break
                 body = (body.rstrip(":") + ": " if body.rstrip(":") else "") + "; ".join(items)
@@ -367,8 +485,23 @@ def step(kind: str, text: str, st: dict, key_base: str):
     result: accepted | summed | rule | rejected; `key` is set for an accepted decision, whose text the
     assistant's summing-up in its next turn replaces (the same record, not a second one)."""
     out = []
+    _TOPIC.clear()
+    _TOPIC.update(recent=st.get("recent"), topic=st.get("topic"))
+    settled = st.get("settled")
+    if settled:
+        settled["age"] = settled.get("age", 0) + (kind == "user")
+        if settled["age"] > AFTER_TURNS:
+            st["settled"] = settled = None
     if kind == "user":
         st["accepted"] = None
+        after = afterthought(text, st) if settled else None
+        if after:
+            # the same record as the agreement, now with the condition
+            out.append(("decision", after, settled["conf"], "accepted", settled["key"]))
+            settled.update(text=after)
+            st["accepted"] = {"key": settled["key"], "text": after}
+            st["proposal"] = st["alternative"] = None
+            return out, _remember(text, st, True)
         found = user_turn(text, st)
         for i, (rtype, t, conf, k) in enumerate(found):
             # the last decision of the turn is what the assistant's summing-up restates: the same record
@@ -377,10 +510,16 @@ def step(kind: str, text: str, st: dict, key_base: str):
             out.append((rtype, t, conf, k, key))
             if last:
                 st["accepted"] = {"key": key, "text": t}
-        st["proposal"] = None
+                st["settled"] = {"key": key, "text": t, "conf": conf, "age": 0}
+        ch = CHALLENGE_RE.match(_tidy(_prose(text)))
+        if st.get("proposal") and not found and ch:
+            # "why not just X?" about the pending proposal: still pending, X is the alternative
+            st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None}
+        else:
+            st["proposal"] = st["alternative"] = None
     else:
-        summ = summary_of(text)
-        acc = st.get("accepted")
+        acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
+        summ = summary_of(text, weak=bool(acc))
         if summ:
             if acc:
                 t = summ
@@ -389,16 +528,36 @@ def step(kind: str, text: str, st: dict, key_base: str):
                     t = _with_condition(summ, cond)
                 t = _subject_prefix(t, acc["text"], st.get("recent")) + t
                 out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
+                st["settled"] = {"key": acc["key"], "text": t, "conf": ACCEPTED_SUMMED, "age": 0, "summed": True}
             else:
                 t = _subject_prefix(summ, st.get("recent")) + summ
                 out.append(("decision", t, SUMMED, "summed", None))
         st["accepted"] = None
-        st["proposal"] = proposal_of(text)
+        prop = proposal_of(text)
+        prose = _prose(text)
+        alt = next((m for m in (ALT_RE.search(_tidy(x)) for x in _sentences(prose)) if m), None)
+        pending = st.get("alternative")
+        if prop:
+            st["proposal"], st["alternative"] = prop, None
+        if alt:
+            # "the simpler alternative would be to X": the proposal stays pending, X is what a "no" turns down
+            st["alternative"] = {"text": next(g for g in alt.groups() if g), "by": "assistant", "reason": None}
+        elif pending and pending.get("by") == "user" and not pending.get("reason") and not prop:
+            counter = COUNTER_RE.search(prose)
+            if counter:
+                pending["reason"] = counter.group("reason")
+    return out, _remember(text, st, kind == "user")
+
+
+def _remember(text: str, st: dict, user: bool = False) -> dict:
     names = subjects(_prose(text))
+    if user and names:
+        # the user names what the talk is about; the assistant's turns mention whatever it read on the way
+        st["topic"] = ([n for n in st.get("topic") or [] if n not in names] + names)[-RECENT:]
     if names:
         recent = [n for n in st.get("recent") or [] if n not in names] + names
         st["recent"] = recent[-RECENT:]
-    return out, st
+    return st
 
 
 def _covered(cond: str, summ: str) -> bool:

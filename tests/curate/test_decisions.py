@@ -342,3 +342,83 @@ def test_recall_ranks_the_current_rule_first_and_labels_the_superseded_one(env, 
     rc = cli_main.main(["recall", "--all", "--no-use", "--cwd", project, "public", "API", "REST"])
     out = capsys.readouterr().out
     assert rc == 0 and "(superseded by %s)" % hits[0]["id"] in out
+
+
+# -- generalised classes (own wording) ---------------------------------------------------------------
+
+from cortex.ingest import decisions as D  # noqa: E402
+
+
+def _run(turns):
+    st = D.initial_state()
+    out = []
+    for i, (kind, text) in enumerate(turns):
+        found, st = D.step(kind, text, st, "s:%d" % i)
+        out.extend(found)
+    return out
+
+
+def test_named_fix_without_closing_ask_is_accepted():
+    out = _run([("user", "The `sync_inventory()` job double-counts returns."),
+                ("assistant", "The simplest fix I can see is to dedupe returns by RMA number before summing."),
+                ("user", "yep, do that")])
+    assert any(r[0] == "decision" and "dedupe returns by rma" in r[1].lower() for r in out)
+
+
+def test_proposal_survives_side_remark_and_challenge_then_concession():
+    out = _run([("assistant", "My recommendation would be to batch `send_digest()` mails hourly per tenant."),
+                ("assistant", "Let me look at the scheduler."),
+                ("user", "Couldn't we simply send each mail right away?"),
+                ("assistant", "I thought about it, but the provider throttles us above 50 mails a minute."),
+                ("user", "Fair enough. Go ahead.")])
+    assert any(r[0] == "decision" and "batch" in r[1].lower() for r in out)
+    assert any(r[0] == "rejected" and "send each mail right away" in r[1] and "throttles" in r[1] for r in out)
+
+
+def test_refusing_the_offered_alternative_then_taking_the_first():
+    out = _run([("assistant", "Cleanest option: store prices as integer pence in `Invoice`."),
+                ("assistant", "The cheaper alternative would be to keep floats and round on display. Prefer that?"),
+                ("user", "Nope, the ledger never balances that way. Your first idea is better, go with that.")])
+    assert any(r[0] == "rejected" and "keep floats" in r[1] and "ledger" in r[1] for r in out)
+    assert any(r[0] == "decision" and "integer pence" in r[1] for r in out)
+
+
+def test_named_condition_belongs_to_the_decision():
+    out = _run([("assistant", "Proposal: cap `export_report()` at 10k rows per request."),
+                ("user", "Works for me. One caveat: admins can export everything.")])
+    assert any(r[0] == "decision" and "10k rows" in r[1] and "admins can export everything" in r[1] for r in out)
+
+
+def test_afterthought_amends_the_same_record():
+    out = _run([("assistant", "I'd suggest we expire `ShareLink` tokens after 7 days."),
+                ("user", "sure"),
+                ("assistant", "Done, tests pass."),
+                ("user", "Forgot to mention: links for paying customers last 30 days.")])
+    dec = [r for r in out if r[0] == "decision"]
+    assert len({r[4] for r in dec}) == 1 and "30 days" in dec[-1][1] and "7 days" in dec[-1][1]
+
+
+def test_recap_after_agreement_replaces_the_record():
+    out = _run([("assistant", "How about we lock `Wallet` rows with SELECT FOR UPDATE during transfers?"),
+                ("user", "ok"),
+                ("assistant", "Implementing."),
+                ("assistant", "For the record, the behaviour is now: transfers lock both wallet rows in id order.")])
+    assert out[-1][0] == "decision" and "id order" in out[-1][1] and out[-1][4] == out[0][4]
+
+
+def test_recap_without_agreement_is_a_changelog_not_a_decision():
+    assert not _run([("user", "rename tmp in `utils.py`"),
+                     ("assistant", "Summary of the change: renamed `tmp` to `buffer` in `utils.py`.")])
+
+
+def test_open_answers_settle_nothing():
+    for reply in ("OK, open question then, I'll ask the team.", "Right, let me think about it.",
+                  "Sure, but let's park it until after the release.", "Hmm, not sure yet."):
+        out = _run([("assistant", "One clean option: shard `EventLog` by month."), ("user", reply)])
+        assert not [r for r in out if r[0] in ("decision", "rejected")], reply
+
+
+def test_afterthought_without_agreement_is_not_a_decision():
+    out = _run([("assistant", "We could shard by month, or by tenant; both have costs."),
+                ("user", "One more thing: the table is already 2 TB.")])
+    assert not [r for r in out if r[0] == "decision"]
