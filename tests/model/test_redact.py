@@ -17,7 +17,6 @@ import pathlib
 import random
 import re
 import sys
-import time
 from typing import Dict, Iterator, List, Tuple
 
 import pytest
@@ -453,51 +452,3 @@ def test_property_never_raises_and_is_idempotent(text):
 # 6. throughput (printed, not asserted)
 # ---------------------------------------------------------------------------
 
-def _strings(obj) -> Iterator[str]:
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _strings(v)
-
-
-def _throughput(texts: List[str], rounds: int = 3) -> Tuple[float, float]:
-    """(MB/s by CPU time, MB/s by wall time), best of `rounds`.
-
-    CPU time is the fairer figure on a shared machine (other test runs compete for the cores).
-    """
-    nbytes = sum(len(t.encode("utf-8")) for t in texts)
-    cpu = wall = float("inf")
-    for _ in range(rounds):
-        c0, w0 = time.process_time(), time.perf_counter()
-        for t in texts:
-            redact(t)
-        cpu = min(cpu, time.process_time() - c0)
-        wall = min(wall, time.perf_counter() - w0)
-    return nbytes / 1e6 / max(cpu, 1e-9), nbytes / 1e6 / max(wall, 1e-9)
-
-
-def test_throughput_report():
-    lines = [line for _, _, line in fixture_lines()]
-    # the decoded strings (prompts, replies, tool output, code): what Cortex actually redacts
-    texts: List[str] = []
-    for f in fixture_files():
-        if f.suffix == ".json":
-            texts.extend(_strings(json.loads(f.read_text(encoding="utf-8"))))
-            continue
-        for line in f.open(encoding="utf-8"):
-            try:
-                texts.extend(_strings(json.loads(line)))
-            except ValueError:
-                pass
-    long_texts = [t for t in texts if len(t) >= 1000]
-    report = []
-    for name, sample in (("raw JSONL lines", lines), ("decoded strings", texts),
-                         ("decoded strings >= 1 KB", long_texts)):
-        cpu, wall = _throughput(sample)
-        mb = sum(len(t.encode("utf-8")) for t in sample) / 1e6
-        report.append(f"{name}: {cpu:.1f} MB/s cpu, {wall:.1f} MB/s wall ({len(sample)} texts, {mb:.1f} MB)")
-    print("\n[redact throughput] " + "; ".join(report))
