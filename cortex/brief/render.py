@@ -1,7 +1,7 @@
 """The session-start block: chosen records, grouped, capped in count, tokens and characters.
 
 A line is never shown twice: a record whose text is the same as a kept one's after normalising (case,
-punctuation, spacing; or 90% of the same words and the same numbers for longer texts), in any section, is folded into it
+punctuation, spacing; for longer texts, apart from filler words), in any section, is folded into it
 ("×3") and costs nothing, so the budget goes to other lines.  The block ends with how many records the
 caps left out.
 """
@@ -29,7 +29,6 @@ HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 60, 48, 8  # measured 53-54 / 44 
 LEFT_TOKENS = 20  # the "N more left out" line (measured 14-17)
 LEFT_LINE = "({n} more record{s} left out for space; `cortex why` lists them.)"
 CAP_REASONS = ("count cap", "token cap", "character cap", "older decision (past memory.decisions_max)")
-FOLD_DICE = 0.9
 _WORD_RE = re.compile(r"\w+")
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
 
@@ -77,29 +76,28 @@ def line_for(rec: dict, now: float) -> str:
     return neutral.line("- [%s] %s" % (meta, body))
 
 
-def fold_key(rec: dict):
-    """(normalised text, its word set) of a record, for folding near-identical lines."""
-    text = rec.get("text") or ""
-    if rec["type"] == "plan" and rec.get("plan"):
-        text = " ".join("%s %s" % (i.get("status"), i.get("text", "")) for i in rec["plan"])
-    words = _WORD_RE.findall(text.lower())
-    return " ".join(words), frozenset(words)
-
-
 # words whose presence or absence does not change what a line says ("fix failures" / "fix the failures")
 _FILLER = frozenset("a an the and or to of in on for is are was be it its this that these with as at by "
                     "we i you please just all any then so also now".split())
 
 
+def fold_key(rec: dict):
+    """What a line says, as a key: two records with the same key are one line.  The words after
+    normalising case, punctuation and spacing; for a longer text (8 words or more) its words without
+    filler, so lines that differ only in filler fold, while a line that names another thing ("the aspen
+    cache" / "the willow cache"), another number or another verb stays another fact.  A dict lookup, so
+    folding costs the same for 40 candidates or 4,000."""
+    text = rec.get("text") or ""
+    if rec["type"] == "plan" and rec.get("plan"):
+        text = " ".join("%s %s" % (i.get("status"), i.get("text", "")) for i in rec["plan"])
+    words = _WORD_RE.findall(text.lower())
+    if len(set(words)) >= 8:
+        return frozenset(words) - _FILLER
+    return " ".join(words) or None
+
+
 def same_line(a, b) -> bool:
-    """Two lines say the same thing: the same words after normalising, or words that differ only in
-    filler.  A line that names another thing ("the aspen cache" / "the willow cache"), another number or
-    another verb is another fact, however much else it shares."""
-    if a[0] == b[0]:
-        return bool(a[0])
-    if len(a[1]) < 8 or len(b[1]) < 8:
-        return False
-    return not ((a[1] ^ b[1]) - _FILLER) and 2.0 * len(a[1] & b[1]) / (len(a[1]) + len(b[1])) >= FOLD_DICE
+    return a is not None and a == b
 
 
 def select(ordered: list, cfg: dict, now: float = None, check=None):
@@ -112,7 +110,7 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
     kept, left = [], []
     tokens = HEADER_TOKENS + FOOTER_TOKENS + LEFT_TOKENS
     seen_plan = seen_progress = False
-    keys = []  # (fold key, index in kept)
+    keys = {}  # fold key -> index in kept
     sections_used = set()
     for rec in ordered:
         pinned = bool(rec.get("pinned"))
@@ -147,7 +145,7 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
                 left.append((rec, why))
                 continue
         fk = fold_key(rec)
-        same = next((i for k, i in keys if same_line(k, fk)), None)
+        same = keys.get(fk) if fk is not None else None
         if same is not None and not pinned:
             kept[same] = dict(kept[same], _folded=kept[same].get("_folded", 0) + 1)
             left.append((rec, "same as a line shown"))
@@ -165,7 +163,8 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
         sections_used.add(sec)
         if rec["type"] == "decision":
             n_decisions += 1
-        keys.append((fk, len(kept)))
+        if fk is not None:
+            keys.setdefault(fk, len(kept))
         kept.append(rec)
     return kept, left
 
