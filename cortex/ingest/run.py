@@ -298,10 +298,13 @@ class Run:
         totals = {"entries": 0, "candidates": 0, "bad_lines": 0, "windows": 0}
         # One window at a time: its records, their index rows, then the cursor, so memory stays
         # bounded and a run killed between windows resumes where the last one ended.
+        wstart = offset  # where this window starts in the transcript (the episode's idempotence key)
         while res is not None:
             ctx = self.context(adapter, payload, last, src, res, cur)
             cands, state = extract(res.entries, ctx, cur.get("state"))
             self.store_candidates(cands, ctx)
+            self.episode(ctx, res, wstart, adapter.client)
+            wstart = res.cursor
             from cortex.store.redact import clean
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
@@ -340,6 +343,11 @@ class Run:
         self.stats["sessions"] += 1
         self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
                       truncated=truncated, events=len(evs), **totals)
+
+    def episode(self, ctx, res, start, client):
+        """The window's turns into the session's episode and its passages (before the cursor is saved)."""
+        from cortex.ingest.episode_step import record_window
+        record_window(self.home, self.cfg, self.log, ctx, res, start, client)
 
     def read_limits(self) -> dict:
         conf = self.cfg["normalize"]

@@ -1,0 +1,356 @@
+"""Episodes: what was said in a session, kept as one readable Markdown file beside the records.
+
+    $CORTEX_HOME/episodes/<project>/<session>.md
+
+Front matter (JSON-valued YAML, checked against schemas/episode.schema.json on write), then one
+heading per turn:
+
+    ---
+    session: "9f0c…"
+    client: "claude-code"
+    project: "cortex-1a2b3c4d"
+    first: "2026-05-11T11:26:55Z"
+    last: "2026-05-11T12:02:10Z"
+    transcript: "/home/me/.claude/projects/…/9f0c….jsonl"
+    turns: 12
+    read_to: 48211
+    window: [40112, 10, 3]
+    ---
+
+    ## Turn 1 — user — 2026-05-11T11:26:55Z
+
+    the prompt, as typed
+
+    ## Turn 2 — assistant — 2026-05-11T11:27:03Z
+
+    the assistant's prose
+    - edited cortex/store/index.py
+    - ran pytest -q → exit 1 / E   AssertionError: 3 != 4
+
+What goes in: the user's prompts, the assistant's prose, and one short line per tool action.  What
+never does: thinking, injected context (CLAUDE.md / AGENTS.md, system reminders, hook output, Cortex's own
+<cortex-memory> block), subagent (sidechain) entries, raw tool output.  Every text is redacted with
+`redact.clean` (private spans, then secrets) before anything is cut.
+
+The file is the episode's only store: the normalizer parses the turns kept so far, appends the
+window's turns and writes the whole rendering again (temp, fsync, rename), so the bytes are a function
+of the turns alone.  `read_to` is the transcript position the turns cover: a window that ends at or
+before it was already appended (a run killed after the episode write and before the cursor save reads
+that window again), so a rerun writes the same bytes.  Body lines that start with `#` or `\\` are
+written with a leading backslash (Markdown shows them as they were; no body line makes a heading).
+"""
+import json
+import os
+import re
+
+HEADING = re.compile(r"^## Turn (\d+) — (user|assistant) — (\S*)$")
+ENTRY_CHARS = 20000      # one prompt or reply paragraph kept in the file (after redaction)
+COMMAND_CHARS = 160      # a tool line's command / path / error
+PASSAGE_TURN_CHARS = 2000  # what the index reads of each turn of a passage
+FRONT_KEYS = ("session", "client", "project", "first", "last", "transcript", "turns", "read_to", "window")
+CORTEX_MARK = "<cortex-memory"
+PLAN_TOOLS = ("TodoWrite", "update_plan", "write_todos")
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str, limit: int = 120) -> str:
+    s = _SAFE.sub("-", text or "").strip("-.")[:limit]
+    return s or "session"
+
+
+def episode_path(home, project: str, session: str) -> str:
+    return os.path.join(home.path("episodes"), safe_name(project or "unknown"), safe_name(session) + ".md")
+
+
+def iter_paths(root: str):
+    """Every episode file under episodes/, sorted."""
+    if not os.path.isdir(root):
+        return
+    for proj in sorted(os.listdir(root)):
+        folder = os.path.join(root, proj)
+        if proj.startswith(".") or not os.path.isdir(folder) or os.path.islink(folder):
+            continue
+        for name in sorted(os.listdir(folder)):
+            if name.endswith(".md") and not name.startswith("."):
+                yield os.path.join(folder, name)
+
+
+# -- turns from entries ----------------------------------------------------------------------------
+
+def _clean(text: str) -> str:
+    from cortex.store.redact import clean
+    return clean(text or "")[0]
+
+
+def _cut(text: str, n: int) -> str:
+    text = text.strip()
+    return text if len(text) <= n else text[:n - 1].rstrip() + "…"
+
+
+def _one_line(text: str, n: int = COMMAND_CHARS) -> str:
+    return _cut(" ".join(_clean(text).split()), n)
+
+
+def _rel(path: str, cwd) -> str:
+    if cwd and path.startswith(cwd.rstrip("/\\") + os.sep):
+        return path[len(cwd.rstrip("/\\")) + 1:]
+    return path
+
+
+_ERRORISH = re.compile(r"error|fail|exception|traceback|not found|denied|fatal|panic|cannot|refused", re.I)
+
+
+def _first_error_line(output: str) -> str:
+    text = _clean(output[:200000])
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if _ERRORISH.search(ln):
+            return _cut(" ".join(ln.split()), COMMAND_CHARS)
+    return _cut(" ".join(lines[0].split()), COMMAND_CHARS) if lines else ""
+
+
+_VERBS = {"edit": "edited", "write": "wrote", "read": "read", "search": "searched"}
+
+
+def tool_line(call, result=None, cwd=None) -> str:
+    """One short line for a tool action: `edited PATH`, `ran COMMAND → exit N / first error line`, ..."""
+    from cortex.ingest.adapters import base as B
+    act = call.action or B.OTHER
+    if act == B.SHELL:
+        cmd = _one_line(call.text)
+        failed = result is not None and (result.is_error or result.exit_code not in (None, 0))
+        if not cmd and not failed:
+            return ""  # no command to name (a poll of a running one): nothing worth a line
+        line = "ran " + (cmd or "a command")
+        if result is not None:
+            if result.exit_code is not None:
+                line += " → exit %d" % result.exit_code
+            elif failed:
+                line += " → failed"
+            if failed:
+                err = _first_error_line(result.text or "")
+                if err:
+                    line += " / " + err
+        return line
+    if act in (B.EDIT, B.WRITE, B.READ) and call.files:
+        names = [_one_line(_rel(f, cwd)) for f in call.files[:3]]
+        more = " (+%d more)" % (len(call.files) - 3) if len(call.files) > 3 else ""
+        return "%s %s%s" % (_VERBS[act], ", ".join(names), more)
+    if act == B.SEARCH:
+        return "searched " + (_one_line(call.text, 100) or call.tool or "")
+    if act == B.TASK:
+        return "delegated " + (_one_line(call.text, 100) or "a task")
+    line = "used " + _one_line(call.tool or "a tool", 60)
+    if result is not None and result.is_error:
+        line += " → failed"
+    return line
+
+
+def turns_from_entries(entries, cwd=None, fallback_time: str = "") -> list:
+    """The turns of these entries: [{"role", "at", "parts"}] where parts are prose paragraphs and tool
+    lines ("- ..."), in order.  Consecutive assistant entries make one turn; each prompt is one turn."""
+    from cortex.ingest.adapters import base as B
+    results = {}
+    for e in entries:
+        if e.kind == B.TOOL_RESULT and e.call_id and not e.sidechain:
+            results[e.call_id] = e
+    turns = []
+    last_at = fallback_time or ""
+    for e in entries:
+        at = e.ts or last_at
+        last_at = at
+        if e.sidechain or e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
+            continue
+        if e.kind == B.USER:
+            text = _cut(_clean(e.text), ENTRY_CHARS)
+            if text:
+                turns.append({"role": "user", "at": at, "parts": [text]})
+            continue
+        if e.kind == B.ASSISTANT:
+            part = _cut(_clean(e.text), ENTRY_CHARS)
+        elif e.kind == B.TOOL_CALL:
+            if (e.tool or "") in PLAN_TOOLS:
+                continue  # the plan is kept as a plan record, not as a line per update
+            line = tool_line(e, results.get(e.call_id) if e.call_id else None, cwd)
+            part = "- " + line if line else ""
+        else:
+            continue
+        if not part.strip("- "):
+            continue
+        if turns and turns[-1]["role"] == "assistant":
+            turns[-1]["parts"].append(part)
+        else:
+            turns.append({"role": "assistant", "at": at, "parts": [part]})
+    return turns
+
+
+def turn_text(turn: dict) -> str:
+    """A turn's body: prose paragraphs apart by a blank line, consecutive tool lines together."""
+    out = []
+    for p in turn["parts"]:
+        if out and not (p.startswith("- ") and out[-1].startswith("- ")):
+            out.append("")
+        out.append(p)
+    return "\n".join(out)
+
+
+# -- the file ---------------------------------------------------------------------------------------
+
+def _escape(body: str) -> str:
+    return "\n".join("\\" + ln if ln.startswith(("#", "\\")) else ln for ln in body.split("\n"))
+
+
+def _unescape(body: str) -> str:
+    return "\n".join(ln[1:] if ln.startswith("\\") else ln for ln in body.split("\n"))
+
+
+def render(front: dict, turns: list) -> str:
+    lines = ["---"]
+    for k in FRONT_KEYS:
+        if k in front and front[k] is not None:
+            lines.append("%s: %s" % (k, json.dumps(front[k], ensure_ascii=False)))
+    lines.append("---")
+    for i, t in enumerate(turns, 1):
+        lines += ["", "## Turn %d — %s — %s" % (i, t["role"], t["at"] or "-"), "", _escape(turn_text(t))]
+    return "\n".join(lines) + "\n"
+
+
+def parse(text: str):
+    """(front matter dict, turns) of an episode file's text; turns carry their number `n` and `text`."""
+    if not text.startswith("---\n"):
+        raise ValueError("no front matter")
+    end = text.find("\n---\n", 3)
+    if end < 0:
+        end = text.find("\n---", 3)
+        if end < 0 or text[end + 4:].strip():
+            raise ValueError("front matter not closed")
+    front = {}
+    for line in text[4:end].split("\n"):
+        if not line.strip():
+            continue
+        k, sep, v = line.partition(": ")
+        if not sep:
+            raise ValueError("bad front matter line %r" % line[:80])
+        front[k] = json.loads(v)
+    turns = []
+    cur = None
+    body = []
+    for line in text[end + 5:].split("\n"):
+        m = HEADING.match(line)
+        if m:
+            if cur is not None:
+                cur["text"] = _unescape("\n".join(body).strip("\n"))
+                turns.append(cur)
+            cur = {"n": int(m.group(1)), "role": m.group(2), "at": "" if m.group(3) == "-" else m.group(3)}
+            body = []
+        elif cur is not None:
+            body.append(line)
+    if cur is not None:
+        cur["text"] = _unescape("\n".join(body).strip("\n"))
+        turns.append(cur)
+    return front, turns
+
+
+def _parts_of(text: str) -> list:
+    """A parsed turn's body back into parts (inverse of turn_text for what turn_text writes)."""
+    parts = []
+    for block in text.split("\n\n"):
+        lines = block.split("\n")
+        if all(ln.startswith("- ") for ln in lines):
+            parts.extend(lines)
+        else:
+            parts.append(block)
+    return parts
+
+
+def read(path: str):
+    with open(path, encoding="utf-8", newline="") as f:
+        return parse(f.read())
+
+
+def write(path: str, front: dict, turns: list):
+    """Validate the front matter and write the rendering atomically (temp, fsync, rename)."""
+    from cortex.core.fsutil import atomic_write_text
+    from cortex.core.schemas import validate
+    problems = validate("episode", front)
+    if problems:
+        raise ValueError("episode %s: %s" % (path, problems[0]))
+    atomic_write_text(path, render(front, turns))
+
+
+def _norm(turn: dict) -> dict:
+    """A turn with its parts as the file gives them back (so counts taken now hold after a re-read)."""
+    return {"role": turn["role"], "at": turn["at"], "parts": _parts_of(turn_text(turn))}
+
+
+def append(home, *, session: str, client: str, project: str, transcript: str, cwd, entries, start: int,
+           end: int, fallback_time: str = ""):
+    """Add one window's turns (transcript positions start..end) to the session's episode.
+
+    Returns (path, front matter, all turns, number of the first turn that changed), or None when nothing
+    changed.  Turns carry `n` and `text`.  Idempotent: `window` in the front matter is [start of the
+    last window appended, turns before it, parts of the last of those]; the same window read again
+    (a run killed before its cursor was saved, even if the transcript grew since) first takes the
+    episode back to how it was before that window, so the rerun writes the same bytes."""
+    path = episode_path(home, project, session)
+    front, old = {}, []
+    if os.path.exists(path):
+        try:
+            front, old = read(path)
+        except (OSError, ValueError, UnicodeDecodeError):
+            front, old = {}, []  # unreadable: rewritten from what this read gives
+    turns = [{"role": t["role"], "at": t["at"], "parts": _parts_of(t["text"])} for t in old]
+    if front:
+        have = int(front.get("read_to", 0))
+        w = front.get("window") or [-1, 0, 0]
+        if start <= 0:
+            turns = []  # read from the start again (the first window again, or a replaced file)
+        elif start == w[0]:
+            turns = turns[:w[1]]
+            if turns:
+                turns[-1]["parts"] = turns[-1]["parts"][:w[2]]
+        elif start < have:
+            return None  # a window inside what the file already holds
+    new = [_norm(t) for t in turns_from_entries(entries, cwd, fallback_time)]
+    if not new:
+        return None
+    window = [int(start), len(turns), len(turns[-1]["parts"]) if turns else 0]
+    first_changed = len(turns) + 1
+    for t in new:
+        if turns and t["role"] == "assistant" and turns[-1]["role"] == "assistant":
+            turns[-1] = _norm({"role": "assistant", "at": turns[-1]["at"], "parts": turns[-1]["parts"] + t["parts"]})
+            first_changed = min(first_changed, len(turns))
+        else:
+            turns.append(t)
+    ats = [t["at"] for t in turns if t["at"]]
+    front = {"session": session, "client": client, "project": project,
+             "first": min(ats) if ats else "", "last": max(ats) if ats else "",
+             "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end), "window": window}
+    write(path, front, turns)
+    out = [{"n": i, "role": t["role"], "at": t["at"], "text": turn_text(t)} for i, t in enumerate(turns, 1)]
+    return path, front, out, first_changed
+
+
+# -- passages ---------------------------------------------------------------------------------------
+
+def passages(turns: list, since: int = 1) -> list:
+    """The passages of these turns (numbered from 1): one per anchor turn (a prompt, or a reply that
+    follows no prompt), holding the turn before it, the anchor and the reply after it, so a terse
+    answer carries the question that names its subject.  Only passages that hold a turn >= since.
+    [{"anchor", "first", "last", "at", "text"}]"""
+    out = []
+    n = len(turns)
+    for i, t in enumerate(turns):
+        if t["role"] == "assistant" and i > 0 and turns[i - 1]["role"] == "user":
+            continue
+        first = max(i - 1, 0)
+        last = i + 1 if i + 1 < n and turns[i + 1]["role"] == "assistant" and t["role"] == "user" else i
+        if last + 1 < since:
+            continue
+        text = "\n".join(_cut(turns[j]["text"], PASSAGE_TURN_CHARS) for j in range(first, last + 1))
+        out.append({"anchor": i + 1, "first": first + 1, "last": last + 1, "at": t["at"], "text": text})
+    return out
+
+
+def passage_id(session: str, anchor: int) -> str:
+    return "%s:%d" % (session, anchor)
