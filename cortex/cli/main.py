@@ -31,9 +31,10 @@ def cmd_reindex(args):
     cfg = config.load(home, fast=False)
     res = reindex(home, cfg, log=get_logger(home, component="reindex"))
     if args.json:
-        print(json.dumps({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
+        print(json.dumps({"records": res["records"], "passages": res.get("passages", 0), "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
     else:
-        print("reindexed %d records into %s" % (res["records"], home.index_db))
+        print("reindexed %d records and %d episode passages into %s" % (res["records"], res.get("passages", 0),
+                                                                         home.index_db))
         for path, err in res["unreadable"]:
             print("skipped (unreadable, left untouched): %s%s" % ("" if path in err else path + ": ", err),
                   file=sys.stderr)
