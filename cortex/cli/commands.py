@@ -181,7 +181,7 @@ def cmd_recall(args):
     from cortex.brief.recall import recall
     home = _home()
     res = recall(home, " ".join(args.query), scope=args.scope, types=_types(args.type), k=args.k, cwd=_cwd(args),
-                 include_archived=args.all, record_use=not args.no_use)
+                 include_archived=args.all, record_use=not args.no_use, kind=args.kind)
     if args.json:
         out_json(res)
         return 0
@@ -189,16 +189,22 @@ def cmd_recall(args):
              else {"project": "project %s" % res["project"], "domain": "domain %s" % res["domain"],
                    "all": "every scope"}[args.scope])
     if not res["hits"]:
-        print("no %srecords match %r in %s" % ("" if args.all else "active ", res["query"], where))
+        what = {"record": "records", "episode": "episode passages"}.get(args.kind, "records or episode passages")
+        print("no %s%s match %r in %s" % ("" if args.all or args.kind == "episode" else "active ", what,
+                                           res["query"], where))
         return 0
     rows = []
     for h in res["hits"]:
+        if h["kind"] == "episode":
+            rows.append([(h["id"], "cyan"), "episode", "turns %d-%d" % tuple(h["turns"]), h["age"] or "-", "-",
+                         _scope_label(h, res["project"], res["domain"]), h["snippet"]])
+            continue
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
-        rows.append([(h["id"], "cyan"), h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
+        rows.append([(h["id"], "cyan"), "record", h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
-    table(["ID", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(2, 3))
+    table(["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(3, 4))
     tail = "%d hit%s in %s" % (len(rows), "" if len(rows) == 1 else "s", where)
-    if res["used_at"]:
+    if res["used_at"] and any(h["kind"] == "record" for h in res["hits"]):
         tail += "; counted as a use"
     print(paint(tail, "dim"))
     if res.get("note"):
@@ -273,6 +279,19 @@ def cmd_show(args):
         return 0
     now = time.time()
     w = sys.stdout.write
+    if rec.get("kind") == "episode":
+        label = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
+        w("%s%s\n" % (label("passage"), paint(rec["id"], "cyan")))
+        w("%s%s (%s)\n" % (label("session"), rec["session"], rec.get("client") or "-"))
+        w("%s%s\n" % (label("project"), rec.get("project") or "-"))
+        w("%sturns %d-%d of %d\n" % (label("turns"), rec["turns"][0], rec["turns"][1], rec.get("of") or 0))
+        w("%s%s\n" % (label("at"), _when(rec.get("at"), now)))
+        w("%s%s\n" % (label("file"), rec["path"]))
+        for t in rec["text_turns"]:
+            w("\n%s\n" % paint("turn %d — %s — %s" % (t["n"], t["role"], t["at"] or "-"), "bold"))
+            for line in t["text"].splitlines() or [""]:
+                w("  %s\n" % line)
+        return 0
     label = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
     w("%s%s\n" % (label("id"), paint(rec["id"], "cyan")))
     w("%s%s, %s%s\n" % (label("type"), rec["type"], rec.get("status"), ", pinned" if rec.get("pinned") else ""))
@@ -673,6 +692,8 @@ def add_commands(sub) -> None:
     _cwd_flag(p)
     p.add_argument("--all", action="store_true", help="include archived and superseded records")
     p.add_argument("--no-use", action="store_true", help="do not count this recall as a use of the hits")
+    p.add_argument("--kind", choices=["record", "episode"],
+                   help="only records, or only episode passages (what was said in earlier sessions)")
     _json_flag(p)
     p.set_defaults(func=cmd_recall)
 
@@ -727,8 +748,8 @@ def add_commands(sub) -> None:
     _json_flag(p)
     p.set_defaults(func=cmd_edit)
 
-    p = sub.add_parser("show", help="a record in full, with its provenance and uses")
-    p.add_argument("id", metavar="ID")
+    p = sub.add_parser("show", help="a record in full, with its provenance and uses; or an episode passage")
+    p.add_argument("id", metavar="ID", help="a record id (or unique prefix), or SESSION:TURN for an episode passage")
     _json_flag(p)
     p.set_defaults(func=cmd_show)
 

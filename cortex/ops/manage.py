@@ -743,10 +743,49 @@ def ordered(rec: dict) -> dict:
 
 
 def show(home, ref: str) -> dict:
-    rec, path = load(home, ref)
+    try:
+        rec, path = load(home, ref)
+    except CortexError:
+        if ":" not in ref:
+            raise
+        return show_passage(home, ref)
     out = ordered(rec)
     out["path"] = path
     return out
+
+
+def show_passage(home, ref: str) -> dict:
+    """The passage SESSION:TURN (the one anchored at that turn, else the one holding it) with its turns."""
+    from cortex.store import episodes
+    session, _, turn = ref.rpartition(":")
+    if not session or not turn.isdigit():
+        raise CortexError("no record or passage %r" % ref, "a passage is SESSION:TURN, as `cortex recall` lists it")
+    n = int(turn)
+    path = None
+    if os.path.exists(home.index_db):
+        from cortex.store.index import connect
+        con = connect(home.index_db, readonly=True)
+        try:
+            row = con.execute("SELECT path FROM passages WHERE session=? LIMIT 1", (session,)).fetchone()
+            path = row[0] if row else None
+        except Exception:
+            path = None
+        finally:
+            con.close()
+    if path is None:
+        want = episodes.safe_name(session) + ".md"
+        path = next((p for p in episodes.iter_paths(home.episodes) if os.path.basename(p) == want), None)
+    if path is None or not os.path.exists(path):
+        raise CortexError("no record or episode passage %r" % ref, "`cortex recall --kind episode WORDS` lists passages")
+    front, turns = episodes.read(path)
+    ps = episodes.passages(turns)
+    p = next((p for p in ps if p["anchor"] == n), None) or next((p for p in ps if p["first"] <= n <= p["last"]), None)
+    if p is None:
+        raise CortexError("session %s has no turn %d (it has %d)" % (session, n, len(turns)))
+    return {"kind": "episode", "id": episodes.passage_id(session, p["anchor"]), "session": session,
+            "client": front.get("client"), "project": front.get("project"), "at": p["at"],
+            "turns": [p["first"], p["last"]], "anchor": p["anchor"], "of": len(turns), "path": path,
+            "text_turns": [t for t in turns if p["first"] <= t["n"] <= p["last"]]}
 
 
 def export_records(home, scope_ids=None, errors: list = None, progress=None):
