@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cortex.bench import run as bench, locomo
 
-from cortex.store import indexer, records
+from cortex.store import frontmatter, indexer, records, shortlist
 
 from cortex.core import schemas
 from cortex.core.home import Home
@@ -115,7 +115,7 @@ def test_fast_parse_equals_yaml_on_real_and_bench_records(tmp_path):
               for i in range(200)]
     fast = 0
     for text in texts:
-        got = indexer.fast_parse(text)
+        got = frontmatter.fast_parse(text)
         if got is not None:
             fast += 1
             assert got == records.parse(text)
@@ -149,7 +149,7 @@ def test_fast_parse_is_never_wrong(files, branch, session, ref, plan, conf, prio
            "text": (text.strip() or "x")}
     rec.update(extra)
     dumped = records.dump(rec)
-    got = indexer.fast_parse(dumped)
+    got = frontmatter.fast_parse(dumped)
     if got is not None:
         assert got == records.parse(dumped)
 
@@ -169,7 +169,7 @@ def test_read_record_reads_and_fails_like_records_read(tmp_path):
         except (records.RecordError, OSError) as e:
             want = ("error", type(e), str(e))
         try:
-            got = ("ok", indexer.read_record(str(p)))
+            got = ("ok", records.read(str(p)))
         except (records.RecordError, OSError) as e:
             got = ("error", type(e), str(e))
         assert got == want, name
@@ -269,21 +269,21 @@ def test_incremental_candidates_equal_a_full_ranking(tmp_path, monkeypatch):
     home = Home(info["home"])
     cfg = json.loads(json.dumps(config.load(home, fast=False)))
     cfg["session_start"]["candidates_per_scope"] = 25
-    monkeypatch.setattr(indexer, "INCREMENTAL_FROM", 10)
+    monkeypatch.setattr(shortlist, "INCREMENTAL_FROM", 10)
     now = 1.8e9
     scope_id = info["project"]
     idx = Index(home.index_db)
     try:
-        indexer.compute_candidates(idx, cfg, scope_id, now=now)
+        shortlist.compute_candidates(idx, cfg, scope_id, now=now)
         ids = [r[0] for r in idx.con.execute("SELECT id FROM records WHERE scope_id=? ORDER BY id", (scope_id,))]
         # a record far down the list is pinned, one candidate is archived
         cands = [r[0] for r in idx.con.execute("SELECT id FROM candidates WHERE scope_id=? ORDER BY rank", (scope_id,))]
         low = [i for i in ids if i not in cands][0]
         idx.con.execute("UPDATE records SET pinned=1 WHERE id=?", (low,))
         idx.con.execute("UPDATE records SET status='archived' WHERE id=?", (cands[0],))
-        indexer.refresh_candidates(idx, cfg, scope_id, {low, cands[0]}, now=now + 60)
+        shortlist.refresh_candidates(idx, cfg, scope_id, {low, cands[0]}, now=now + 60)
         inc = [r[0] for r in idx.con.execute("SELECT id FROM candidates WHERE scope_id=? ORDER BY rank", (scope_id,))]
-        indexer.compute_candidates(idx, cfg, scope_id, now=now + 60)
+        shortlist.compute_candidates(idx, cfg, scope_id, now=now + 60)
         full = [r[0] for r in idx.con.execute("SELECT id FROM candidates WHERE scope_id=? ORDER BY rank", (scope_id,))]
     finally:
         idx.close()
@@ -405,7 +405,7 @@ def test_locomo_on_one_real_conversation():
 def test_plain_scalars_are_read_as_yaml_reads_them_without_importing_it():
     import yaml
     firsts = {k for k in yaml.resolver.Resolver.yaml_implicit_resolvers if k}
-    assert firsts <= indexer._RESOLVER_FIRST  # every character a YAML implicit rule starts with is sent on
+    assert firsts <= frontmatter._RESOLVER_FIRST  # every character a YAML implicit rule starts with is sent on
     samples = ["", "0", "-0", "00", "007", "12", "-12", "+12", "1.5", "-1.5", "1.", ".5", "1.5e3", "1_000", "0x1F",
                "1:30", "2024-01-01", "true", "True", "yes", "No", "on", "OFF", "null", "Null", "~", "<<", "=", "nan",
                ".inf", "fix", "active", "onion", "yesterday", "nullable", "r27ac4201b3aa1c9b", "1-2.3", "--5", "0.93"]
@@ -413,7 +413,7 @@ def test_plain_scalars_are_read_as_yaml_reads_them_without_importing_it():
     alpha = "0123456789.-+_:eExabTtFfNnOoYy~<=!&* rz"
     samples += ["".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 6))) for _ in range(5000)]
     for s in samples:
-        got, want = indexer._plain_value(s), indexer._plain_value_yaml(s)
+        got, want = frontmatter._plain_value(s), frontmatter._plain_value_yaml(s)
         assert got is want or (got == want and type(got) is type(want)), s
 
 
@@ -427,7 +427,7 @@ def test_reading_a_bench_record_does_not_import_yaml(tmp_path):
            "provenance": [{"client": "cli", "session": None, "transcript": None, "ref": None, "layer": "manual",
                            "at": "2026-01-01T00:00:00Z"}], "tokens": 9, "priority": 0, "used": ["2026-01-02T00:00:00Z"]}
     path.write_text(records.dump(rec))
-    code = ("import sys; from cortex.store.indexer import read_record; r = read_record(%r); "
+    code = ("import sys; from cortex.store.records import read; r = read(%r); "
             "print(r == %r, 'yaml' in sys.modules)" % (str(path), records.parse(records.dump(rec))))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False"]

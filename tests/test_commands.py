@@ -22,7 +22,8 @@ REPO = os.path.dirname(HERE)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from cortex.brief import rank, session_start
+from cortex.brief import session_start
+from cortex.model import rank
 
 from cortex.store import records
 from cortex.cli.main import main  # noqa: E402

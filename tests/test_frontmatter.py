@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cortex.bench import run as bench
 
-from cortex.store import frontmatter, indexer, records
+from cortex.store import frontmatter, records
 from cortex.core.home import Home
 from cortex.model.freshness import file_state
 
@@ -118,7 +118,7 @@ def test_every_record_of_a_demo_home_is_written_as_pyyaml_writes_it(tmp_path):
         used = dict(front, used=["2026-01-02T03:04:%02d.%03dZ" % (i % 60, i) for i in range(120)])
         folded = "---\n%s---\n%s\n" % (same_as_pyyaml(used), rec["text"])
         assert folded.count("\n") > text.count("\n") + 2
-        assert indexer.fast_parse(folded) == records.parse(folded) == dict(used, text=rec["text"])
+        assert frontmatter.fast_parse(folded) == records.parse(folded) == dict(used, text=rec["text"])
         # what the normalizer adds when the files a record names exist (the fixtures' do not, here)
         same_as_pyyaml(dict(front, file_state=file_state(["cortex/records.py", "README.md"], str(REPO)),
                             related=["r0123456789abcdef"], redactions=2))
@@ -204,7 +204,7 @@ def test_record_shaped_data_round_trips_and_matches_pyyaml(files, branch, sessio
         assert _holds_left_out(front), front
     dumped = records.dump(dict(rec, text="x"))
     assert records.parse(dumped) == dict(rec, text="x")
-    fast = indexer.fast_parse(dumped)
+    fast = frontmatter.fast_parse(dumped)
     assert fast is None or fast == records.parse(dumped)
 
 
@@ -289,5 +289,5 @@ def test_folded_lines_are_read_as_yaml_reads_them_or_left_to_it(front):
         want = records.parse(text)
     except records.RecordError:
         want = None
-    got = indexer.fast_parse(text)
+    got = frontmatter.fast_parse(text)
     assert got is None or got == want, (got, want)

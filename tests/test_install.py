@@ -16,6 +16,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from cortex.install import hooks as install
+from cortex.install import scripts
 from cortex.cli.main import main as cli_main  # noqa: E402
 
 
@@ -307,7 +308,7 @@ def test_paths_with_spaces_are_quoted_and_run(tmp_path, monkeypatch):
         p = bindir / name
         p.write_text("#!%s\nimport json, sys\njson.dump(sys.argv, open(%r, 'w'))\n" % (sys.executable, str(log)))
         p.chmod(0o755)
-    monkeypatch.setattr(install, "_checkout_bin", lambda: None)
+    monkeypatch.setattr(scripts, "_checkout_bin", lambda: None)
     monkeypatch.setattr(sys, "executable", str(tmp_path / "nowhere" / "python3"))
     cmd = install.hook_command("cortex-stop", "claude-code", path_env=str(bindir))
     assert cmd == "%s --client claude-code" % shlex.quote(str(bindir / "cortex-stop"))
@@ -323,10 +324,10 @@ def test_script_resolution_prefers_this_environment(tmp_path, monkeypatch):
         (venv_bin / name).write_text("#!/bin/sh\n")
         (venv_bin / name).chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(venv_bin / "python3"))
-    assert install.script_argv("cortex-stop") == [str(venv_bin / "cortex-stop")]
+    assert scripts.script_argv("cortex-stop") == [str(venv_bin / "cortex-stop")]
     # a checkout run (no script beside the interpreter): bin/ of the checkout through the interpreter
     monkeypatch.setattr(sys, "executable", str(tmp_path / "py" / "python3"))
-    argv = install.script_argv("cortex-stop", path_env="")
+    argv = scripts.script_argv("cortex-stop", path_env="")
     assert argv == [str(tmp_path / "py" / "python3"), str(REPO / "bin" / "cortex-stop")]
 
 

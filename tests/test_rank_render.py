@@ -13,7 +13,8 @@ from cortex.core import config as config_mod
 
 from cortex.store import indexer, tokencount as tokens
 
-from cortex.brief import rank, render, session_start
+from cortex.brief import render, session_start
+from cortex.model import rank
 
 from cortex.model import scope
 from cortex.store.records import RecordStore

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from cortex.brief import rank
-from cortex.brief import recall as R
+from cortex.model import rank
+from cortex.ops import recall as R
 from cortex.bench.run import build_home
 from cortex.core.home import Home
 from cortex.store.index import bm25_scores, connect
@@ -160,7 +160,7 @@ def test_cortex_recall_builds_a_light_parser_that_parses_the_same(home):
         code = ("import sys, io, contextlib; from cortex.cli.main import main\n"
                 "with contextlib.redirect_stdout(io.StringIO()) as out: rc = main(%r)\n"
                 "print(rc, sorted(m for m in ('cortex.bench.run', 'cortex.install.hooks', 'cortex.install.schedule', 'yaml', "
-                "'cortex.store.redact') if m in sys.modules), out.getvalue().count('\"id\"'))" % (args + ["--cwd", cwd,
+                "'cortex.model.redact') if m in sys.modules), out.getvalue().count('\"id\"'))" % (args + ["--cwd", cwd,
                                                                                                      "--json"],))
         env = dict(os.environ, CORTEX_HOME=h.root)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout

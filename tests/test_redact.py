@@ -1,4 +1,4 @@
-"""Tests for cortex.store.redact.
+"""Tests for cortex.model.redact.
 
 The promise under test: no secret reaches a record, the index, the logs or the
 injected block.  So the tests are mostly about recall (a generated corpus of
@@ -29,7 +29,7 @@ for p in (str(HERE.parent), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from cortex.store.redact import clean, contains_secret, redact, strip_private  # noqa: E402
+from cortex.model.redact import clean, contains_secret, redact, strip_private  # noqa: E402
 from secret_corpus import Sample, samples  # noqa: E402
 
 FIXTURES = HERE / "fixtures" / "transcripts"

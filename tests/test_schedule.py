@@ -20,6 +20,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from cortex.install import schedule
+from cortex.cli import clients
 from cortex.cli.main import main as cli_main  # noqa: E402
 
 
@@ -246,5 +247,5 @@ def test_elsewhere_a_cron_line(tmp_path):
     assert r["kind"] == "cron" and r["files"] == []
     assert r["cron"].startswith("*/5 * * * * CORTEX_HOME=%s " % (tmp_path / "cortex"))
     assert r["cron"].endswith("cortex-normalize --quiet")
-    text = schedule.format_report(r)
+    text = clients.format_schedule_report(r)
     assert "crontab -e" in text and r["cron"] in text

@@ -218,5 +218,5 @@ def test_success_path_leaves_no_heavy_module_loaded(demo_home):
     assert res["rc"] == 0 and res["out"].startswith("<cortex-memory")
     assert sorted(m for m in res["mods"] if m.split(".")[0] in HEAVY_MODULES) == []
     cortex_mods = {m for m in res["mods"] if m.startswith("cortex")}
-    assert not cortex_mods & {"cortex.store.records", "cortex.store.indexer", "cortex.store.tokencount", "cortex.store.redact", "cortex.core.log",
+    assert not cortex_mods & {"cortex.store.records", "cortex.store.indexer", "cortex.store.tokencount", "cortex.model.redact", "cortex.core.log",
                               "cortex.core.schemas", "cortex.ingest.extract", "cortex.ingest.run"}

@@ -10,7 +10,7 @@ https://github.com/snap-research/locomo), `locomo10.json`, CC BY-NC 4.0.  It is 
 For each of the 10 conversations, every turn becomes one record of a fresh home (one project), with its
 session's date as the record's time, written through the index builder (`cortex.store.index.Index.upsert`,
 then `finish` and `compute_candidates`, as `cortex reindex` does).  Every question with evidence is then
-run through the search `cortex recall` uses (`cortex.brief.recall.recall`, no use recorded, `now` = the day
+run through the search `cortex recall` uses (`cortex.ops.recall.recall`, no use recorded, `now` = the day
 after the last session), and the dialogue ids of the hits are compared with the question's evidence:
 
     recall@k  share of a question's evidence turns among the first k hits, averaged over questions
@@ -193,7 +193,7 @@ TEXTS = {"turn": text_turn, "caption": text_caption, "speaker-date": text_speake
          "session": text_session}
 
 # name -> (how the ranking is made, what it needs)
-#   ("recall", text)        cortex.brief.recall.recall over records holding TEXTS[text]
+#   ("recall", text)        cortex.ops.recall.recall over records holding TEXTS[text]
 #   ("bm25", text)          cortex.store.index.bm25_scores alone (no ranking parts) over the same records
 #   ("rank-bm25", tokens)   plain rank_bm25.BM25Okapi over raw turns: "ws" whitespace-split lower-cased text,
 #                           "word" lower-cased \w+ runs (punctuation dropped), "textproc" Cortex's analyser
@@ -240,7 +240,7 @@ def build_home(root: str, turns: list, text_fn, project_cwd: str) -> dict:
     from cortex.model import scope
     from cortex.core.home import Home
     from cortex.store.index import Index
-    from cortex.store.indexer import compute_candidates
+    from cortex.store.shortlist import compute_candidates
     from cortex.store.records import LINE_OVERHEAD_TOKENS, make_id, normalize_text
     from cortex.store.terms import tokenize
     home = Home(root).ensure()
@@ -273,8 +273,8 @@ def build_home(root: str, turns: list, text_fn, project_cwd: str) -> dict:
 
 def recall_ranking(built: dict, question: str, cwd: str, now: float, k: int) -> list:
     """Dialogue ids of the hits of `cortex recall QUESTION` (the library call behind it), best first."""
-    from cortex.ops.manage import CortexError
-    from cortex.brief.recall import recall
+    from cortex.core.errors import CortexError
+    from cortex.ops.recall import recall
     try:
         res = recall(built["home"], question, k=k, cwd=cwd, record_use=False, cfg=built["cfg"], now=now)
     except CortexError:

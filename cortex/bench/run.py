@@ -100,7 +100,7 @@ def vocabulary(max_words: int = 8000):
     from collections import Counter
     counts = Counter()
     try:
-        from cortex.cli.demo import fixtures_dir
+        from cortex.core.bundled import fixtures_dir
         root = fixtures_dir()
     except (FileNotFoundError, ImportError):
         root = None
@@ -500,7 +500,7 @@ def _n(n):
 
 def make_big_transcript(path: str, mb: float = 50.0) -> int:
     """A Claude Code transcript of about `mb` MB, made by repeating the lines of a real one."""
-    from cortex.cli.demo import fixtures_dir
+    from cortex.core.bundled import fixtures_dir
     src = os.path.join(fixtures_dir(), "claude-code", "cc-2.1.39-hooks-compaction-subagents",
                        "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
     with open(src, "rb") as f:
@@ -538,7 +538,7 @@ def fixture_sessions():
     """[(client, folder, main transcript, session id)] of the bundled real transcripts."""
     import glob
     from cortex.ingest import adapters
-    from cortex.cli.demo import fixtures_dir
+    from cortex.core.bundled import fixtures_dir
     root = fixtures_dir()
     out = []
     for client in ("claude-code", "codex", "gemini"):

@@ -17,19 +17,17 @@ import time
 from cortex.core import config as config_mod
 from cortex.core.home import Home
 
-DEFAULTS = {"max_records": 3, "max_tokens": 300, "min_score": 4.0, "min_terms": 2, "passages": True,
-            "min_passage_score": 8.0}
 PASSAGE_CHARS = {"user": 200, "assistant": 360}  # what a passage line quotes of the prompt and of the reply
 
 
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
     """[(record, bm25 score)] best first, excluding what the session-start block shows."""
-    from cortex.brief import rank, render
+    from cortex.model import rank
     from cortex.model import scope
     from cortex.store.index import bm25_scores, connect
     from cortex.brief.session_start import COLUMNS, _rows, build
     from cortex.store.terms import query_terms
-    pcfg = dict(DEFAULTS, **(cfg.get("prompt") or {}))
+    pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
     terms = query_terms(prompt or "")
     if len(set(terms)) < pcfg["min_terms"] or not os.path.exists(home.index_db):
         return []

@@ -88,7 +88,7 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
             left.append((rec, "low confidence"))
             continue
         if rec["type"] == "plan":
-            from cortex.brief.rank import plan_is_open
+            from cortex.model.rank import plan_is_open
             if not plan_is_open(rec):
                 left.append((rec, "plan finished"))
                 continue

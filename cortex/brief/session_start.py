@@ -57,7 +57,8 @@ def gather(home: Home, cwd: str, cfg: dict, session_id: str = None, source: str 
 
 def build(home: Home, cwd: str, session_id: str = None, source: str = None, now: float = None, cfg: dict = None):
     """The block text ('' when there is nothing to say) and the details of the choice."""
-    from cortex.brief import rank, render
+    from cortex.brief import render
+    from cortex.model import rank
     from cortex.model import freshness as reality
     cfg = cfg or config_mod.load(home)
     now = time.time() if now is None else now

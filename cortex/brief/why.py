@@ -10,12 +10,12 @@ confidence, pinned, priority.
 import os
 import time
 
-from cortex.ops import manage
+from cortex.core.clock import now_iso
 NOT_CANDIDATE = "not pre-ranked (beyond session_start.candidates_per_scope)"
 
 
 def _entry(rec: dict, now: float, cfg: dict, days=None) -> dict:
-    from cortex.brief import rank
+    from cortex.model import rank
     p = rec.get("_parts") or rank.parts(rec, now, cfg, days)
     times = rec.get("times") or []
     return {"id": rec["id"], "type": rec["type"], "status": rec.get("status", "active"),
@@ -24,7 +24,7 @@ def _entry(rec: dict, now: float, cfg: dict, days=None) -> dict:
             "recency": round(p["recency"], 4), "type_weight": p["type_weight"], "confidence": round(p["confidence"], 4),
             "stored_confidence": float(rec.get("confidence") or 0),
             "pinned": p["pinned"], "priority": int(rec.get("priority") or 0), "tokens": int(rec.get("tokens") or 0),
-            "last_touched": manage.now_iso(max(times)) if times else None, "text": rec.get("text", "")}
+            "last_touched": now_iso(max(times)) if times else None, "text": rec.get("text", "")}
 
 
 def _others(home, scope_ids, have: set) -> list:
@@ -51,11 +51,13 @@ def why(home, cwd: str = None, cfg=None, now: float = None) -> dict:
     """{project, domain, block, chars, tokens, kept: [...], left: [...]} for the project of cwd."""
     from cortex.brief import render, session_start
     now = time.time() if now is None else now
-    cfg = manage.load_config(home, cfg)
+    if cfg is None:
+        from cortex.core import config
+        cfg = config.load(home)
     cwd = os.path.abspath(cwd or os.getcwd())
     text, details = session_start.build(home, cwd, now=now, cfg=cfg)
     project, domain = details["project"], details["domain"]
-    from cortex.curate.consolidate import active_days
+    from cortex.model.decay import active_days
     days = active_days(list(details["kept"]) + [r for r, _ in details["left"]])
     kept = []
     for rec in details["kept"]:

@@ -2,7 +2,7 @@
 inbox (retry, show, list), export, import.
 
 `cortex.cli.main` calls `add_commands(sub)` with its subparsers.  Each command is a thin function: parse,
-call the library (cortex.ops.manage, cortex.brief.recall, cortex.brief.why, cortex.ops.doctor), print.  `--json` prints
+call the library (cortex.ops.manage, cortex.ops.recall, cortex.brief.why, cortex.ops.doctor), print.  `--json` prints
 the library's result (formats in docs/commands.md).  A problem a person can fix is one line on stderr
 and exit status 1; colour only on a terminal and never when NO_COLOR is set.
 """
@@ -11,7 +11,7 @@ import os
 import sys
 
 from cortex.core.home import Home
-from cortex.ops.manage import CortexError
+from cortex.core.errors import CortexError
 
 STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36", "magenta": "35"}
 PREVIEW_LEFT = 30
@@ -178,7 +178,7 @@ def _types(values):
 
 @command
 def cmd_recall(args):
-    from cortex.brief.recall import recall
+    from cortex.ops.recall import recall
     home = _home()
     res = recall(home, " ".join(args.query), scope=args.scope, types=_types(args.type), k=args.k, cwd=_cwd(args),
                  include_archived=args.all, record_use=not args.no_use, kind=args.kind)

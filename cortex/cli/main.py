@@ -14,7 +14,7 @@ def cmd_demo(args):
 
 
 def cmd_normalize(args):
-    from cortex.ingest.run import main
+    from cortex.cli.normalize import main
     return main((["--watch"] if args.watch else []) + (["--quiet"] if args.quiet else []))
 
 
@@ -166,7 +166,7 @@ def build_parser(command: str = None):
 
     if not light:
         try:  # client hook installation and scheduling live in their own modules
-            from cortex.install.hooks import add_commands as add_install_commands
+            from cortex.cli.clients import add_commands as add_install_commands
             add_install_commands(sub)
         except ImportError:
             pass

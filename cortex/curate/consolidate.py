@@ -6,27 +6,16 @@ link to what replaced it; a conflict is a pair of links; only records archived *
 untouched for `memory.prune_after_days` are removed.  Everything is computed from the
 records and the given `now`, so running it twice changes nothing the second time.
 """
-import bisect
 import json
 import math
 import os
 import re
 import time
 
+from cortex.model.decay import effective_confidence, elapsed_days, settings
 from cortex.store.index import connect, iso_to_epoch
 
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
-DEFAULTS = {
-    "merge_threshold": 0.9,      # Dice similarity of index terms at or above which a candidate reinforces a record
-    "link_threshold": 0.6,       # at or above this (and below merge) the two are linked as related
-    "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90, "gotcha": 120},
-    "use_slowdown": 0.5,         # half-life x (1 + use_slowdown x ln(1 + uses + links))
-    "archive_below": 0.25,       # effective confidence under which a record starts to count down to the archive
-    "archive_after_days": 7,     # ... and is archived after this long below it
-    "prune_after_days": 180,     # archived and untouched this long: the file is deleted
-    "decisions_full": 10,        # decisions shown whole in the block; the next ones get one short line
-    "decisions_max": 25,         # decisions beyond this stay out of the block (still recallable)
-}
 
 SWITCH_PATTERNS = [
     re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+(?:back\s+)?from\s+"
@@ -44,13 +33,6 @@ REJECTED_SUBJECT = [
     re.compile(r"^(?:not|never)\s+(?:use\s+)?(?P<x>[^.,;:—–]{1,60}?)(?=\s+(?:because|since)\b|[.,;:—–]|\s-\s|$)", re.I),
     re.compile(r"^(?P<x>[^.,;:—–]{1,60}?)(?=\s+(?:because|since)\b|\s+[—–-]\s|[:;])", re.I),
 ]
-
-
-def settings(cfg: dict) -> dict:
-    out = dict(DEFAULTS)
-    out.update(cfg.get("memory") or {})
-    out["half_life_days"] = dict(DEFAULTS["half_life_days"], **((cfg.get("memory") or {}).get("half_life_days") or {}))
-    return out
 
 
 def terms(text: str) -> frozenset:
@@ -77,35 +59,6 @@ def rejected_subject(text: str):
         if m and m.group("x").strip():
             return m.group("x").strip()
     return None
-
-
-def active_days(records) -> list:
-    """The days (UTC day numbers) on which anything happened in these records' scope, sorted."""
-    return sorted({int(t // 86400) for r in records for t in (r.get("times") or ())})
-
-
-def elapsed_days(last: float, now: float, days=None) -> float:
-    """How much time a record has been left behind: the number of active days of its scope after the
-    day it was last touched (so idle weeks do not count), or calendar days when no activity is known."""
-    if days is None:
-        return max(now - last, 0) / 86400.0
-    last_day, now_day = int(last // 86400), int(now // 86400)
-    return float(max(bisect.bisect_right(days, now_day) - bisect.bisect_right(days, last_day), 0))
-
-
-def effective_confidence(rec: dict, now: float, mem: dict, never_decay=(), days=None) -> float:
-    """Confidence after decay: halves every half-life of the record's type -- counted in active days
-    of its scope since it was last seen or used; records used often or linked by many decay slower.
-    Decisions, rejections, preferences and pinned records never decay."""
-    conf = float(rec.get("confidence") or 0)
-    hl = mem["half_life_days"].get(rec.get("type"))
-    if rec.get("pinned") or rec.get("type") in never_decay or not hl:
-        return conf
-    times = rec.get("times") or []
-    last = max(times) if times else now
-    n = max(len(times) - 1, 0) + len(rec.get("related") or ())
-    hl = hl * (1 + mem["use_slowdown"] * math.log1p(n))
-    return conf * 0.5 ** (elapsed_days(last, now, days) / hl)
 
 
 class Consolidator:

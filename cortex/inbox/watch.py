@@ -1,4 +1,4 @@
-"""`cortex-normalize --watch`: normalize shortly after events land, until SIGINT/SIGTERM.
+"""Watch inbox/pending/ and call back shortly after events land, until SIGINT/SIGTERM (`cortex-normalize --watch`).
 
 watchdog observes inbox/pending/; a burst of events (Claude Code fires Stop after every turn) is
 debounced into one run.  Where no native observer works, watchdog's polling observer takes over.
@@ -11,9 +11,10 @@ DEBOUNCE_S = 1.0
 SAFETY_INTERVAL_S = 600.0
 
 
-def watch(home, debounce: float = DEBOUNCE_S, max_seconds: float = None, on_run=None) -> int:
+def watch(home, run, debounce: float = DEBOUNCE_S, max_seconds: float = None, on_run=None) -> int:
+    """Call `run(home)` when events land in inbox/pending/ (and every SAFETY_INTERVAL_S); the caller
+    chooses what a run is, so the inbox knows nothing of the normalizer."""
     from watchdog.events import FileSystemEventHandler
-    from cortex.ingest.run import run
     home.ensure()
     wake = threading.Event()
     stop = threading.Event()

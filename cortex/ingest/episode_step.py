@@ -4,6 +4,111 @@ Called once per window, after the window's records are stored and before its cur
 killed before the cursor save reads the window again and episodes.append rewrites the same bytes).
 """
 import os
+import re
+
+from cortex.ingest.adapters import base as B
+from cortex.store.episodes import CORTEX_MARK, _clean, _cut
+
+ENTRY_CHARS = 20000      # one prompt or reply paragraph kept in the file (after redaction)
+COMMAND_CHARS = 160      # a tool line's command / path / error
+PLAN_TOOLS = ("TodoWrite", "update_plan", "write_todos")
+
+
+def _one_line(text: str, n: int = COMMAND_CHARS) -> str:
+    return _cut(" ".join(_clean(text).split()), n)
+
+
+def _rel(path: str, cwd) -> str:
+    if cwd and path.startswith(cwd.rstrip("/\\") + os.sep):
+        return path[len(cwd.rstrip("/\\")) + 1:]
+    return path
+
+
+_ERRORISH = re.compile(r"error|fail|exception|traceback|not found|denied|fatal|panic|cannot|refused", re.I)
+
+
+def _first_error_line(output: str) -> str:
+    text = _clean(output[:200000])
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        if _ERRORISH.search(ln):
+            return _cut(" ".join(ln.split()), COMMAND_CHARS)
+    return _cut(" ".join(lines[0].split()), COMMAND_CHARS) if lines else ""
+
+
+_VERBS = {"edit": "edited", "write": "wrote", "read": "read", "search": "searched"}
+
+
+def tool_line(call, result=None, cwd=None) -> str:
+    """One short line for a tool action: `edited PATH`, `ran COMMAND → exit N / first error line`, ..."""
+    act = call.action or B.OTHER
+    if act == B.SHELL:
+        cmd = _one_line(call.text)
+        failed = result is not None and (result.is_error or result.exit_code not in (None, 0))
+        if not cmd and not failed:
+            return ""  # no command to name (a poll of a running one): nothing worth a line
+        line = "ran " + (cmd or "a command")
+        if result is not None:
+            if result.exit_code is not None:
+                line += " → exit %d" % result.exit_code
+            elif failed:
+                line += " → failed"
+            if failed:
+                err = _first_error_line(result.text or "")
+                if err:
+                    line += " / " + err
+        return line
+    if act in (B.EDIT, B.WRITE, B.READ) and call.files:
+        names = [_one_line(_rel(f, cwd)) for f in call.files[:3]]
+        more = " (+%d more)" % (len(call.files) - 3) if len(call.files) > 3 else ""
+        return "%s %s%s" % (_VERBS[act], ", ".join(names), more)
+    if act == B.SEARCH:
+        return "searched " + (_one_line(call.text, 100) or call.tool or "")
+    if act == B.TASK:
+        return "delegated " + (_one_line(call.text, 100) or "a task")
+    line = "used " + _one_line(call.tool or "a tool", 60)
+    if result is not None and result.is_error:
+        line += " → failed"
+    return line
+
+
+def turns_from_entries(entries, cwd=None, fallback_time: str = "") -> list:
+    """The turns of these entries: [{"role", "at", "parts"}] where parts are prose paragraphs and tool
+    lines ("- ..."), in order.  Consecutive assistant entries make one turn; each prompt is one turn."""
+    results = {}
+    for e in entries:
+        if e.kind == B.TOOL_RESULT and e.call_id and not e.sidechain:
+            results[e.call_id] = e
+    turns = []
+    last_at = fallback_time or ""
+    for e in entries:
+        at = e.ts or last_at
+        last_at = at
+        if e.sidechain or e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
+            continue
+        if e.kind == B.USER:
+            text = _cut(_clean(e.text), ENTRY_CHARS)
+            if text:
+                turns.append({"role": "user", "at": at, "parts": [text]})
+            continue
+        if e.kind == B.ASSISTANT:
+            part = _cut(_clean(e.text), ENTRY_CHARS)
+        elif e.kind == B.TOOL_CALL:
+            if (e.tool or "") in PLAN_TOOLS:
+                continue  # the plan is kept as a plan record, not as a line per update
+            line = tool_line(e, results.get(e.call_id) if e.call_id else None, cwd)
+            part = "- " + line if line else ""
+        else:
+            continue
+        if not part.strip("- "):
+            continue
+        if turns and turns[-1]["role"] == "assistant":
+            turns[-1]["parts"].append(part)
+        else:
+            turns.append({"role": "assistant", "at": at, "parts": [part]})
+    return turns
+
+
 
 
 def record_window(home, cfg: dict, log, ctx, res, start: int, client: str) -> int:
@@ -15,8 +120,8 @@ def record_window(home, cfg: dict, log, ctx, res, start: int, client: str) -> in
     from cortex.store import episodes
     from cortex.store.indexer import update_passages
     got = episodes.append(home, session=str(ctx.session), client=client, project=ctx.project,
-                          transcript=ctx.transcript, cwd=ctx.cwd, entries=res.entries, start=int(start),
-                          end=int(res.cursor), fallback_time=ctx.fallback_time or "")
+                          transcript=ctx.transcript, start=int(start), end=int(res.cursor),
+                          new_turns=turns_from_entries(res.entries, ctx.cwd, ctx.fallback_time or ""))
     if got is None:
         return 0
     path, front, turns, since = got

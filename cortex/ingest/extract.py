@@ -352,7 +352,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
               first_activity_at=first_activity_at, plan_since=plan_since,
               open_shell=dict(list(open_shell.items())[-20:]))
     # the state is saved in state/cursors.json: it gets the same redaction as records
-    from cortex.store import redact
+    from cortex.model import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]

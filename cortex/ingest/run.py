@@ -10,61 +10,16 @@ writes the same records.
 """
 import json
 import os
-import sys
 import time
 
 from cortex.core import config as config_mod
 from cortex.inbox import maildir as inbox
 from cortex.core.fsutil import atomic_write_text
 from cortex.core.home import Home
+from cortex.core.lock import Busy, RunLock
+from cortex.inbox.cursors import Cursors, cursors_text  # noqa: F401  (cursors_text: Run.save_cursors)
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
-
-
-class Busy(Exception):
-    pass
-
-
-class RunLock:
-    """An exclusive, non-blocking lock on state/lock.  The kernel releases it when the holder dies,
-    so a lock left by a killed run is simply taken by the next one."""
-
-    def __init__(self, path):
-        self.path, self.fd = path, None
-
-    def __enter__(self):
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            import fcntl
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # Windows
-            import msvcrt
-            try:
-                msvcrt.locking(self.fd, msvcrt.LK_NBLCK, 1)
-            except OSError:
-                os.close(self.fd)
-                raise Busy(self.holder())
-        except OSError:
-            holder = self.holder()
-            os.close(self.fd)
-            raise Busy(holder)
-        os.ftruncate(self.fd, 0)
-        os.write(self.fd, str(os.getpid()).encode())
-        return self
-
-    def holder(self):
-        try:
-            with open(self.path) as f:
-                return f.read().strip() or "?"
-        except OSError:
-            return "?"
-
-    def __exit__(self, *exc):
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
 
 
 def now_iso() -> str:
@@ -77,32 +32,6 @@ def load_json(path, default):
             return json.load(f)
     except (OSError, ValueError):
         return default
-
-
-def cursor_tombstone_key(path: str) -> str:
-    """The key of the cursor `cortex reset` leaves for a transcript: a hash, not the path itself."""
-    import hashlib
-    return "reset:" + hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-class Cursors(dict):
-    """state/cursors.json: transcript path -> how far it was read.  A transcript whose project was reset
-    has no entry of its own, only a tombstone under `cursor_tombstone_key`: reading resumes there."""
-
-    def get(self, key, default=None):
-        found = super().get(key)
-        if found is None and isinstance(key, str):
-            found = super().get(cursor_tombstone_key(key))
-        return default if found is None else found
-
-
-def cursors_text(cursors: dict) -> str:
-    """state/cursors.json as one line per transcript, keys sorted: a person greps a transcript's line, and
-    the whole file is written after every window, so it is encoded by json's C encoder (which `indent`
-    would turn off: the pure-Python one took 7 ms per write at 70 transcripts, and grows with the file)."""
-    dumps = json.dumps
-    body = ",\n".join("%s: %s" % (dumps(k), dumps(cursors[k], sort_keys=True)) for k in sorted(cursors))
-    return "{\n%s\n}\n" % body if body else "{}\n"
 
 
 def nothing_to_do(home: Home) -> bool:
@@ -305,7 +234,7 @@ class Run:
             self.store_candidates(cands, ctx)
             self.episode(ctx, res, wstart, adapter.client)
             wstart = res.cursor
-            from cortex.store.redact import clean
+            from cortex.model.redact import clean
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
                    "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
@@ -474,49 +403,3 @@ def run(home: Home = None, quiet: bool = False, progress=None, now: float = None
     except Busy as b:
         log.info("normalize_busy", holder=str(b))
         return {"busy": str(b)}
-
-
-def main(argv=None) -> int:
-    import argparse
-    ap = argparse.ArgumentParser(prog="cortex-normalize",
-                                 description="Turn pending Cortex events into records and refresh the index.")
-    ap.add_argument("--watch", action="store_true", help="keep running: normalize shortly after events arrive")
-    ap.add_argument("--quiet", "-q", action="store_true", help="print nothing unless something failed")
-    args = ap.parse_args(argv)
-    os.umask(0o077)  # everything Cortex creates is the user's alone
-    home = Home()
-    if args.watch:
-        from cortex.inbox.watch import watch
-        return watch(home)
-    try:
-        stats = run(home)
-    except config_mod.ConfigError as e:
-        from cortex.core.log import error_line, get_logger
-        get_logger(home, component="normalize").error("config_invalid", error=str(e))
-        error_line(str(e), "see docs/configuration.md")
-        return 2
-    except Exception as e:
-        if not (isinstance(e, OSError) or out_of_space(e)):
-            raise
-        from cortex.core.log import error_line
-        error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
-                   "check that it is writable and the disk is not full; pending events are kept")
-        return 1
-    if "busy" in stats:
-        if not args.quiet:
-            print("cortex-normalize: another run is in progress (pid %s); nothing to do" % stats["busy"])
-        return 0
-    if not args.quiet:
-        if stats.get("idle"):
-            print("cortex-normalize: nothing pending")
-        else:
-            print("cortex-normalize: %(events)d events, %(sessions)d sessions, %(created)d records created, "
-                  "%(merged)d merged, %(failed)d failed (%(duration_ms)d ms)" % stats)
-    if stats.get("failed"):
-        sys.stderr.write("cortex-normalize: %d event(s) quarantined in %s; see the .reason.txt files, "
-                         "then `cortex inbox retry`\n" % (stats["failed"], home.inbox_dir("failed")))
-    return 0
-
-
-def run_main():
-    sys.exit(main())

@@ -21,9 +21,9 @@ nothing and says so.
 import json
 import os
 import shlex
-import shutil
-import sys
 import time
+
+from cortex.install.scripts import InstallError, quote_argv, script_argv  # noqa: F401
 
 CLIENTS = ("claude-code", "codex", "gemini")
 HOOK_SCRIPTS = ("cortex-session-start", "cortex-pre-compact", "cortex-stop", "cortex-prompt")
@@ -69,48 +69,7 @@ GEMINI_NOTE = ("Gemini CLI releases where hooks are still off by default need \"
                "in settings.json.")
 
 
-class InstallError(Exception):
-    """A settings file Cortex cannot safely change; the message is one line for a person."""
-
-
 # ------------------------------------------------------------------------------------------ commands
-
-def _checkout_bin():
-    """The bin/ folder of the checkout this package runs from, if it is one."""
-    d = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "bin")
-    return d if os.path.isdir(d) else None
-
-
-def _is_exe(path):
-    return bool(path) and os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def script_argv(name: str, path_env: str = None) -> list:
-    """The argv that runs one of Cortex's console scripts, with absolute paths.
-
-    In order: the script installed beside this interpreter (the same virtual environment), the
-    `bin/` script of the checkout this package runs from (through this interpreter, so it finds the
-    same dependencies), then the script found on PATH.
-    """
-    exe_dir = os.path.dirname(os.path.abspath(sys.executable)) if sys.executable else ""
-    beside = os.path.join(exe_dir, name)
-    if exe_dir and _is_exe(beside):
-        return [beside]
-    cb = _checkout_bin()
-    if cb and os.path.isfile(os.path.join(cb, name)):
-        return [os.path.abspath(sys.executable), os.path.join(cb, name)]
-    found = shutil.which(name, path=path_env)
-    if found:
-        return [os.path.abspath(found)]
-    raise InstallError("cannot find the %s script: install Cortex (pip install .) or run from a checkout" % name)
-
-
-def quote_argv(argv) -> str:
-    if os.name == "nt":  # pragma: no cover - the clients run hooks through a POSIX shell elsewhere
-        import subprocess
-        return subprocess.list2cmdline(list(argv))
-    return " ".join(shlex.quote(a) for a in argv)
-
 
 def hook_command(script: str, client: str, path_env: str = None) -> str:
     return quote_argv(script_argv(script, path_env) + ["--client", client])
@@ -387,75 +346,3 @@ def apply(client: str, action: str = "install", project: str = None, user: bool 
                 report["notes"].append("warning: hooksConfig.disabled lists %s; Gemini skips those hooks"
                                        % ", ".join(off))
     return report
-
-
-def format_report(r: dict) -> str:
-    verb = r["action"]
-    lines = []
-    if not r["changed"]:
-        if verb == "install":
-            lines.append("cortex install %s: already installed in %s; nothing changed" % (r["client"], r["path"]))
-        else:
-            lines.append("cortex uninstall %s: no Cortex hooks in %s; nothing changed" % (r["client"], r["path"]))
-    else:
-        head = "would change" if r["dry_run"] else "changed"
-        lines.append("cortex %s %s: %s %s" % (verb, r["client"], head, r["path"]))
-        sign = {"add": "+", "update": "~", "remove": "-"}
-        for c in r["changes"]:
-            lines.append("  %s %s" % (sign[c["op"]], c["line"]))
-        if r["dry_run"]:
-            lines.append("dry run: nothing was written")
-        elif r["backup"]:
-            lines.append("backup of the previous file: %s" % r["backup"])
-    for n in r["notes"]:
-        lines.append(n)
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------ CLI
-
-def _cmd(args):
-    from cortex.core.log import error_line
-    try:
-        report = apply(args.client, args.command, project=args.project, user=args.user, dry_run=args.dry_run)
-    except InstallError as e:
-        if args.json:
-            print(json.dumps({"client": args.client, "action": args.command, "error": str(e)}))
-        error_line(str(e))
-        return 1
-    if args.json:
-        out = dict(report)
-        if not args.dry_run:
-            out.pop("settings", None)
-        print(json.dumps(out, indent=1, ensure_ascii=False))
-    else:
-        print(format_report(report))
-    return 0
-
-
-def _add_target_args(p):
-    p.add_argument("client", choices=CLIENTS)
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--project", metavar="DIR",
-                       help="the project's settings (default for claude-code and gemini: the current directory)")
-    where.add_argument("--user", action="store_true",
-                       help="the user's settings in the home directory (default for codex: $CODEX_HOME/hooks.json)")
-    p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-
-
-def add_commands(sub):
-    """Add `install`, `uninstall` (and `schedule`) to the umbrella parser's subparsers."""
-    p = sub.add_parser("install", help="register Cortex's hooks with a client (claude-code, codex, gemini)",
-                       description="Merge Cortex's hooks into a client's settings file (backup first, atomic write).")
-    _add_target_args(p)
-    p.set_defaults(func=_cmd)
-    p = sub.add_parser("uninstall", help="remove Cortex's hooks from a client's settings",
-                       description="Remove exactly the hooks `cortex install` wrote; other hooks stay.")
-    _add_target_args(p)
-    p.set_defaults(func=_cmd)
-    try:
-        from cortex.install.schedule import add_commands as add_schedule
-    except ImportError:  # pragma: no cover
-        return
-    add_schedule(sub)

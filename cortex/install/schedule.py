@@ -16,7 +16,6 @@ impossible, the exact commands (and a cron line) are printed instead.
 Every file carries a marker line; `remove` deletes only files that carry it.  Activation is skipped
 with `--no-activate` or CORTEX_SCHEDULE_NO_ACTIVATE=1 (tests use that).
 """
-import json
 import os
 import plistlib
 import shutil
@@ -66,7 +65,7 @@ def launchd_path(environ=None) -> str:
 
 
 def normalize_argv(path_env: str = None) -> list:
-    from cortex.install.hooks import script_argv
+    from cortex.install.scripts import script_argv
     return script_argv("cortex-normalize", path_env) + ["--quiet"]
 
 
@@ -321,75 +320,3 @@ def remove(dry_run: bool = False, activate: bool = True, system: str = None, env
     for p in present:
         os.unlink(p)
     return report
-
-
-def format_report(r: dict) -> str:
-    lines = []
-    act = r["action"]
-    if act == "install" and r["kind"] == "cron":
-        lines.append("cortex schedule install: no systemd or launchd here; add this line with `crontab -e`:")
-        lines.append("  " + r["cron"])
-        return "\n".join(lines)
-    if not r["files"] and act == "remove":
-        return "cortex schedule remove: nothing to remove (no Cortex schedule files found)"
-    verb = "would write" if r["dry_run"] else "wrote"
-    for f in r["files"]:
-        if act == "install":
-            if f["state"] == "unchanged":
-                lines.append("  = %s (unchanged)" % f["path"])
-            else:
-                lines.append("  %s %s (%s)" % ("+" if f["state"] == "added" else "~", f["path"], f["state"]))
-        else:
-            state = "would remove" if f["state"] == "removed" and r["dry_run"] else f["state"]
-            lines.append("  %s %s (%s)" % ("-" if f["state"] == "removed" else "=", f["path"], state))
-    if act == "install":
-        head = ("cortex schedule install: already installed; nothing changed" if not r["changed"]
-                else "cortex schedule install: %s %d file(s)" % (verb, sum(f["state"] != "unchanged" for f in r["files"])))
-    else:
-        head = "cortex schedule remove: %s %d file(s)" % ("would delete" if r["dry_run"] else "deleted",
-                                                          sum(f["state"] == "removed" for f in r["files"]))
-    lines.insert(0, head)
-    if r["dry_run"]:
-        lines.append("dry run: nothing was written or run; the commands %s would run:" % act)
-        lines.extend("  " + c for c in r["commands"])
-        return "\n".join(lines)
-    if r["activation"] == "done":
-        lines.append("%s: %s" % ("activated" if act == "install" else "deactivated", "; ".join(r["commands"])))
-    elif r.get("activation_error") and (act == "install" or r["changed"]):
-        lines.append("not %s: %s. Run these yourself:" % ("activated" if act == "install" else "deactivated",
-                                                         r["activation_error"]))
-        lines.extend("  " + c for c in r["commands"])
-        if act == "install":
-            lines.append("or, without systemd/launchd, add this line with `crontab -e`:")
-            lines.append("  " + r["cron"])
-    return "\n".join(lines)
-
-
-def _cmd(args):
-    activate = not args.no_activate
-    if args.schedule_action == "install":
-        r = install(dry_run=args.dry_run, activate=activate)
-    else:
-        r = remove(dry_run=args.dry_run, activate=activate)
-    if args.json:
-        print(json.dumps(r, indent=1))
-    else:
-        print(format_report(r))
-    # the files are written but the scheduler refused them: the schedule is not running
-    return 1 if r.get("activation") == "failed" else 0
-
-
-def add_commands(sub):
-    p = sub.add_parser("schedule", help="run the normalizer automatically (systemd path+timer, launchd, or cron)",
-                       description="Install or remove the units that run cortex-normalize when events arrive "
-                                   "and every %d minutes." % TIMER_MINUTES)
-    ss = p.add_subparsers(dest="schedule_action", metavar="ACTION")
-    ss.required = True
-    for name, helptext in (("install", "write the units (or launchd agent) and activate them"),
-                           ("remove", "deactivate and delete exactly what install wrote")):
-        q = ss.add_parser(name, help=helptext)
-        q.add_argument("--dry-run", action="store_true", help="show what would change, write and run nothing")
-        q.add_argument("--no-activate", action="store_true",
-                       help="write the files but do not call systemctl / launchctl (also: CORTEX_SCHEDULE_NO_ACTIVATE=1)")
-        q.add_argument("--json", action="store_true")
-        q.set_defaults(func=_cmd)

@@ -61,7 +61,7 @@ def project_for(cwd: str) -> dict:
         name = os.path.basename(key) or "root"
         root = key
     if len(name) >= 16 and any(c.isdigit() for c in name) or "=" in name:
-        from cortex.store import redact
+        from cortex.model import redact
         if redact.redact(name)[1]:
             name = "project"
     digest = hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:8]

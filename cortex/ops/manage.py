@@ -25,28 +25,18 @@ import re
 import time
 
 from cortex.store import records as records_mod
+from cortex.core.clock import now_iso
+from cortex.core.errors import CortexError
 from cortex.core.home import INBOX_STATES, Home
-
-
-class CortexError(Exception):
-    """A problem a person can fix: a one-line message, an optional hint, an exit code."""
-
-    def __init__(self, message: str, hint: str = "", code: int = 1):
-        super().__init__(message)
-        self.hint = hint
-        self.code = code
+from cortex.core.lock import locked
+from cortex.inbox.cursors import read_cursors
+from cortex.inbox.maildir import MAX_EVENT_BYTES
 
 
 ID_RE = re.compile(r"^r[0-9a-f]{16}$")
 PREFIX_RE = re.compile(r"^r[0-9a-f]{3,15}$")
 DEFAULT_TYPE = "learned"
 ID_HINT = "find ids with `cortex recall WORDS` or `cortex why`"
-
-
-def now_iso(t: float = None) -> str:
-    """UTC time with milliseconds, the form record times use: 2026-05-11T09:41:50.120Z."""
-    t = time.time() if t is None else t
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
 # -- the home, the lock, the config -------------------------------------------------------------
@@ -83,39 +73,6 @@ def load_config(home, cfg=None) -> dict:
     return config.load(home)
 
 
-_held = {}
-
-
-@contextlib.contextmanager
-def locked(home, wait: float = 10.0):
-    """Hold the normalizer's run lock (state/lock) while changing records.  Re-entrant within a process;
-    waits up to `wait` seconds for a running normalizer, then raises CortexError."""
-    key = home.root
-    if _held.get(key):
-        _held[key] += 1
-        try:
-            yield
-        finally:
-            _held[key] -= 1
-        return
-    from cortex.ingest.run import Busy, RunLock
-    lock = RunLock(home.lock)
-    deadline = time.time() + wait
-    while True:
-        try:
-            lock.__enter__()
-            break
-        except Busy as b:
-            if time.time() >= deadline:
-                raise CortexError("a normalizer run (pid %s) holds the lock on %s" % (b, home.root),
-                                  "try again when it has finished")
-            time.sleep(0.1)
-    _held[key] = 1
-    try:
-        yield
-    finally:
-        _held.pop(key, None)
-        lock.__exit__(None, None, None)
 
 
 def reindex_records(home, cfg, ids, scopes, scrub: bool = False) -> None:
@@ -385,15 +342,6 @@ def _read_to(path: str, offset: int) -> int:
     return offset
 
 
-def _read_cursors(home) -> dict:
-    try:
-        with open(home.cursors, encoding="utf-8") as f:
-            cursors = json.load(f)
-        return cursors if isinstance(cursors, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
 def _inbox_events(home, states):
     """(state, name, path, event) of every readable event file in those inbox folders."""
     for state in states:
@@ -401,7 +349,7 @@ def _inbox_events(home, states):
         for name in _event_names(home, state):
             path = os.path.join(folder, name)
             try:
-                if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
+                if os.path.islink(path) or os.path.getsize(path) > MAX_EVENT_BYTES:
                     continue
                 with open(path, encoding="utf-8") as f:
                     ev = json.load(f)
@@ -469,10 +417,10 @@ def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
     entries in state/cursors.json.  Each cursor is replaced by a tombstone keyed by a hash of the
     transcript's path (`cursor_tombstone_key`) that holds only the offset reached, so what was there
     before the reset is never read again while later activity in the same session still is."""
-    from cortex.ingest.run import cursor_tombstone_key
+    from cortex.inbox.cursors import cursor_tombstone_key
     ctx = contextlib.nullcontext() if dry_run else locked(home)
     with ctx:
-        cursors, cache = _read_cursors(home), {}
+        cursors, cache = read_cursors(home.cursors), {}
         mine = {k for k, v in cursors.items() if isinstance(v, dict) and v.get("project") == project_id}
         mine |= {k for k, v in cursors.items() if isinstance(v, dict) and v.get("companion_of") in mine}
         transcripts = set(mine)
@@ -487,7 +435,7 @@ def purge_project_inbox(home, project_id: str, dry_run: bool = False) -> dict:
                 cursors[cursor_tombstone_key(t)] = {"offset": _read_to(t, offset), "reset_at": now_iso()}
         if not dry_run and transcripts:
             from cortex.core.fsutil import atomic_write_text
-            from cortex.ingest.run import cursors_text
+            from cortex.inbox.cursors import cursors_text
             atomic_write_text(home.cursors, cursors_text(cursors))
     return counts
 
@@ -609,7 +557,7 @@ def remember(home, text: str, rtype: str = DEFAULT_TYPE, scope: str = None, pinn
     scope: 'project' (L0), 'domain' or 'global' (L1 of the project's domain; Cortex has no scope wider
     than a domain, the same as `[MEMORY: learned global]` tags).  Default: project, except preferences,
     which go to the domain as tagged preferences do."""
-    from cortex.store import redact
+    from cortex.model import redact
     from cortex.store.records import TYPES
     if rtype not in TYPES:
         raise CortexError("unknown type %r" % rtype, "use one of: %s" % ", ".join(TYPES))
@@ -677,7 +625,8 @@ def edit_record(home, ref: str, editor: str = None, ask=None, cfg=None) -> dict:
     import shlex
     import subprocess
     import tempfile
-    from cortex.store import redact, tokencount as tokens
+    from cortex.model import redact
+    from cortex.store import tokencount as tokens
     rec, path = load(home, ref)
     with open(path, "rb") as f:
         before = f.read()
@@ -811,7 +760,7 @@ def export_line(rec: dict) -> str:
 def parse_import(lines) -> list:
     """Check every line before anything is written: JSON objects that validate as records, no id twice.
     Secrets are redacted here too (every write to records/ goes through redaction)."""
-    from cortex.store import redact
+    from cortex.model import redact
     from cortex.core.schemas import validate
     recs, seen = [], {}
     for n, line in enumerate(lines, 1):

@@ -44,12 +44,9 @@ import os
 import re
 
 HEADING = re.compile(r"^## Turn (\d+) — (user|assistant) — (\S*)$")
-ENTRY_CHARS = 20000      # one prompt or reply paragraph kept in the file (after redaction)
-COMMAND_CHARS = 160      # a tool line's command / path / error
 PASSAGE_TURN_CHARS = 2000  # what the index reads of each turn of a passage
 FRONT_KEYS = ("session", "client", "project", "first", "last", "transcript", "turns", "read_to", "window")
 CORTEX_MARK = "<cortex-memory"
-PLAN_TOOLS = ("TodoWrite", "update_plan", "write_todos")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -78,110 +75,13 @@ def iter_paths(root: str):
 # -- turns from entries ----------------------------------------------------------------------------
 
 def _clean(text: str) -> str:
-    from cortex.store.redact import clean
+    from cortex.model.redact import clean
     return clean(text or "")[0]
 
 
 def _cut(text: str, n: int) -> str:
     text = text.strip()
     return text if len(text) <= n else text[:n - 1].rstrip() + "…"
-
-
-def _one_line(text: str, n: int = COMMAND_CHARS) -> str:
-    return _cut(" ".join(_clean(text).split()), n)
-
-
-def _rel(path: str, cwd) -> str:
-    if cwd and path.startswith(cwd.rstrip("/\\") + os.sep):
-        return path[len(cwd.rstrip("/\\")) + 1:]
-    return path
-
-
-_ERRORISH = re.compile(r"error|fail|exception|traceback|not found|denied|fatal|panic|cannot|refused", re.I)
-
-
-def _first_error_line(output: str) -> str:
-    text = _clean(output[:200000])
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if _ERRORISH.search(ln):
-            return _cut(" ".join(ln.split()), COMMAND_CHARS)
-    return _cut(" ".join(lines[0].split()), COMMAND_CHARS) if lines else ""
-
-
-_VERBS = {"edit": "edited", "write": "wrote", "read": "read", "search": "searched"}
-
-
-def tool_line(call, result=None, cwd=None) -> str:
-    """One short line for a tool action: `edited PATH`, `ran COMMAND → exit N / first error line`, ..."""
-    from cortex.ingest.adapters import base as B
-    act = call.action or B.OTHER
-    if act == B.SHELL:
-        cmd = _one_line(call.text)
-        failed = result is not None and (result.is_error or result.exit_code not in (None, 0))
-        if not cmd and not failed:
-            return ""  # no command to name (a poll of a running one): nothing worth a line
-        line = "ran " + (cmd or "a command")
-        if result is not None:
-            if result.exit_code is not None:
-                line += " → exit %d" % result.exit_code
-            elif failed:
-                line += " → failed"
-            if failed:
-                err = _first_error_line(result.text or "")
-                if err:
-                    line += " / " + err
-        return line
-    if act in (B.EDIT, B.WRITE, B.READ) and call.files:
-        names = [_one_line(_rel(f, cwd)) for f in call.files[:3]]
-        more = " (+%d more)" % (len(call.files) - 3) if len(call.files) > 3 else ""
-        return "%s %s%s" % (_VERBS[act], ", ".join(names), more)
-    if act == B.SEARCH:
-        return "searched " + (_one_line(call.text, 100) or call.tool or "")
-    if act == B.TASK:
-        return "delegated " + (_one_line(call.text, 100) or "a task")
-    line = "used " + _one_line(call.tool or "a tool", 60)
-    if result is not None and result.is_error:
-        line += " → failed"
-    return line
-
-
-def turns_from_entries(entries, cwd=None, fallback_time: str = "") -> list:
-    """The turns of these entries: [{"role", "at", "parts"}] where parts are prose paragraphs and tool
-    lines ("- ..."), in order.  Consecutive assistant entries make one turn; each prompt is one turn."""
-    from cortex.ingest.adapters import base as B
-    results = {}
-    for e in entries:
-        if e.kind == B.TOOL_RESULT and e.call_id and not e.sidechain:
-            results[e.call_id] = e
-    turns = []
-    last_at = fallback_time or ""
-    for e in entries:
-        at = e.ts or last_at
-        last_at = at
-        if e.sidechain or e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
-            continue
-        if e.kind == B.USER:
-            text = _cut(_clean(e.text), ENTRY_CHARS)
-            if text:
-                turns.append({"role": "user", "at": at, "parts": [text]})
-            continue
-        if e.kind == B.ASSISTANT:
-            part = _cut(_clean(e.text), ENTRY_CHARS)
-        elif e.kind == B.TOOL_CALL:
-            if (e.tool or "") in PLAN_TOOLS:
-                continue  # the plan is kept as a plan record, not as a line per update
-            line = tool_line(e, results.get(e.call_id) if e.call_id else None, cwd)
-            part = "- " + line if line else ""
-        else:
-            continue
-        if not part.strip("- "):
-            continue
-        if turns and turns[-1]["role"] == "assistant":
-            turns[-1]["parts"].append(part)
-        else:
-            turns.append({"role": "assistant", "at": at, "parts": [part]})
-    return turns
 
 
 def turn_text(turn: dict) -> str:
@@ -283,9 +183,10 @@ def _norm(turn: dict) -> dict:
     return {"role": turn["role"], "at": turn["at"], "parts": _parts_of(turn_text(turn))}
 
 
-def append(home, *, session: str, client: str, project: str, transcript: str, cwd, entries, start: int,
-           end: int, fallback_time: str = ""):
-    """Add one window's turns (transcript positions start..end) to the session's episode.
+def append(home, *, session: str, client: str, project: str, transcript: str, new_turns: list, start: int,
+           end: int):
+    """Add one window's turns (transcript positions start..end; [{"role", "at", "parts"}], as
+    ingest.episode_step.turns_from_entries makes them) to the session's episode.
 
     Returns (path, front matter, all turns, number of the first turn that changed), or None when nothing
     changed.  Turns carry `n` and `text`.  Idempotent: `window` in the front matter is [start of the
@@ -311,7 +212,7 @@ def append(home, *, session: str, client: str, project: str, transcript: str, cw
                 turns[-1]["parts"] = turns[-1]["parts"][:w[2]]
         elif start < have:
             return None  # a window inside what the file already holds
-    new = [_norm(t) for t in turns_from_entries(entries, cwd, fallback_time)]
+    new = [_norm(t) for t in new_turns]
     if not new:
         return None
     window = [int(start), len(turns), len(turns[-1]["parts"]) if turns else 0]

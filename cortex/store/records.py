@@ -13,7 +13,7 @@ import hashlib
 import os
 import re
 
-from cortex.store.frontmatter import emit
+from cortex.store.frontmatter import emit, fast_parse
 from cortex.core.fsutil import atomic_write_text
 
 TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix", "progress", "summary")
@@ -98,10 +98,18 @@ def parse(text: str, where: str = "record") -> dict:
 
 
 def read(path: str) -> dict:
-    """One record file.  The front matter `dump` writes is read without YAML (indexer.fast_parse gives
-    the same result, checked by tests); anything else goes through the YAML parser."""
-    from cortex.store.indexer import read_record
-    return read_record(path)
+    """One record file.  The front matter `dump` writes is read without YAML (frontmatter.fast_parse gives
+    the same result as `parse`, checked by tests); anything else goes through the YAML parser."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:  # the same words as records.read
+        raise RecordError("%s: not UTF-8 text (byte %d); fix or remove the file" % (path, e.start))
+    if "\r" in text:  # as text mode reads it: universal newlines
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    rec = fast_parse(text)
+    return rec if rec is not None else parse(text, path)
 
 
 def iter_paths(root: str):
@@ -165,7 +173,7 @@ class RecordStore:
         follow the latest provenance instead of staying as first written), related (ids to link).
         `into` names an existing record that says the same thing: the candidate reinforces it.
         """
-        from cortex.store import redact
+        from cortex.model import redact
         cand = dict(cand, text=_utf8(cand["text"]).replace("\r\n", "\n").replace("\r", "\n"),
                     files=[redact.clean(_utf8(f))[0] for f in cand.get("files") or ()],
                     plan=None if cand.get("plan") is None else [

@@ -214,7 +214,7 @@ def test_redaction_flags_on_every_real_transcript_entry():
     text extraction sees) and count the entries it changes.  Reported, not asserted: some may be real tokens the
     upstream authors left in their test data."""
     from cortex.ingest import adapters
-    from cortex.store import redact
+    from cortex.model import redact
     from .helpers import FIXTURES
     total = flagged = 0
     kinds, examples = {}, []

@@ -38,7 +38,7 @@ import time
 
 from cortex.ops import manage
 from cortex.store.index import batches as _batches, descending as _descending
-from cortex.ops.manage import CortexError
+from cortex.core.errors import CortexError
 
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
 COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
@@ -52,7 +52,7 @@ SNIPPET_CHARS = 110
 def _active_days(con, scope_ids) -> list:
     """The days the project and its domain were worked on (decay counts these, not calendar days)."""
     import json
-    from cortex.curate.consolidate import active_days
+    from cortex.model.decay import active_days
     rows = con.execute("SELECT r.times FROM candidates c JOIN records r ON r.id=c.id WHERE c.scope_id IN (%s)"
                        % ",".join("?" * len(scope_ids)), list(scope_ids)).fetchall()
     return active_days([{"times": json.loads(t or "[]")} for (t,) in rows])
@@ -282,7 +282,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None,
            kind: str = None) -> dict:
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
-    from cortex.brief import rank, render
+    from cortex.brief import render
+    from cortex.model import rank
     from cortex.store.index import bm25_scores
     from cortex.store.records import TYPES
     from cortex.store.terms import query_terms

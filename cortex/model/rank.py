@@ -35,7 +35,7 @@ def parts(rec: dict, now: float, cfg: dict, days=None) -> dict:
     act = math.log(max(len(times), 1)) if never else activation(times, now, r["decay"])
     rec_ = 1.0 if never else recency(times, now, r["recency_half_life_days"])
     tw = r["type_weights"].get(rec["type"], 1.0)
-    from cortex.curate.consolidate import effective_confidence, settings
+    from cortex.model.decay import effective_confidence, settings
     # confidence decays with the work done in the scope (active days), not the calendar: a project
     # left alone for months keeps its memory as it was
     conf = effective_confidence(rec, now, settings(cfg), r.get("never_decay", ()), days)
@@ -48,7 +48,7 @@ def parts(rec: dict, now: float, cfg: dict, days=None) -> dict:
 def order(records: list, now: float, cfg: dict, boost_session: str = None) -> list:
     """Records sorted best first: pinned, then by score; ties broken by id so the order is stable.
     `boost_session` lifts records of that session (the one that just compacted) to the top."""
-    from cortex.curate.consolidate import active_days
+    from cortex.model.decay import active_days
     days = active_days(records)
 
     def key(rec):
