@@ -375,6 +375,15 @@ def _print_also(extra: dict, dry_run: bool):
         else:
             print(paint("%s %d processed inbox event(s) and %d transcript link(s) of the records' sessions" % (
                 "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"]), "dim"))
+    ep = extra.get("episodes")
+    if ep and any(ep.values()):
+        if "turns" in ep:
+            print(paint("%s %d turn(s) holding the records' words in their sessions' episodes" % (
+                "would blank" if dry_run else "also blanked", ep["turns"]), "dim"))
+        else:
+            print(paint("%s %d episode(s) (what was said in the session%s), %d passage(s) left the index" % (
+                ep.get("verb", "would remove" if dry_run else "also removed"), ep["episodes"],
+                "" if ep["episodes"] == 1 else "s", ep["passages"]), "dim"))
 
 
 def _destroy(args, targets, how, what, also=None):
@@ -428,7 +437,7 @@ def _destroy(args, targets, how, what, also=None):
 
 @command
 def cmd_forget(args):
-    from cortex.ops.manage import find_targets
+    from cortex.ops.manage import find_targets, forget_episodes
     home = _home()
     if args.session and args.target:
         raise CortexError("give either --session SID or an id/query, not both")
@@ -436,11 +445,22 @@ def cmd_forget(args):
                                 hard=args.hard)
     also = None
     if args.hard:
-        from cortex.ops.manage import purge_session_inbox
+        from cortex.ops.manage import forget_in_episodes, purge_session_inbox
         sessions = {p.get("session") for rec, _path in targets for p in rec.get("provenance") or []
                     if isinstance(p, dict)}
-        # the processed hook payloads of those sessions can hold the same text
-        also = lambda: {"inbox": purge_session_inbox(home, sessions, dry_run=args.dry_run)}  # noqa: E731
+
+        def also():
+            # the processed hook payloads of those sessions can hold the same text, and so can their episodes
+            out = {"inbox": purge_session_inbox(home, sessions, dry_run=args.dry_run)}
+            if args.session:
+                out["episodes"] = forget_episodes(home, [args.session], hard=True, dry_run=args.dry_run)
+            else:
+                out["episodes"] = forget_in_episodes(home, targets, dry_run=args.dry_run)
+            return out
+    elif args.session:
+        def also():
+            res = forget_episodes(home, [args.session], hard=False, dry_run=args.dry_run)
+            return {"episodes": dict(res, verb="would archive" if args.dry_run else "archived")}
     return _destroy(args, targets, how, "forget", also=also)
 
 
@@ -452,10 +472,11 @@ def cmd_reset(args):
     home = _home()
     project, _domain, _cfg = resolve_project(home, _cwd(args))
     targets = project_records(home, project["id"])
-    from cortex.ops.manage import purge_project_inbox
-    # also what the inbox keeps of the project: raw hook payloads, transcript links, read state
+    from cortex.ops.manage import purge_project_inbox, reset_project_episodes
+    # also what the inbox keeps of the project: raw hook payloads, transcript links, read state; and its episodes
     return _destroy(args, targets, "project", "reset",
-                    also=lambda: {"inbox": purge_project_inbox(home, project["id"], dry_run=args.dry_run)})
+                    also=lambda: {"inbox": purge_project_inbox(home, project["id"], dry_run=args.dry_run),
+                                  "episodes": reset_project_episodes(home, project["id"], dry_run=args.dry_run)})
 
 
 # -- why -----------------------------------------------------------------------------------------
@@ -623,6 +644,10 @@ def cmd_export(args):
         from cortex.core.fsutil import atomic_write_bytes
         lines = [export_line(r) + "\n" for r in export_records(home, scope_ids, errors, progress("exporting"))]
         n = len(lines)
+        if args.episodes:
+            from cortex.ops.manage import export_episodes
+            lines += [json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n"
+                      for e in export_episodes(home, scope_ids, errors)]
         atomic_write_bytes(os.path.abspath(args.output), "".join(lines).encode("utf-8"), mode=0o600)
     else:
         buf = getattr(sys.stdout, "buffer", None)
@@ -633,6 +658,14 @@ def cmd_export(args):
             else:
                 sys.stdout.write(line)
             n += 1
+        if args.episodes:
+            from cortex.ops.manage import export_episodes
+            for e in export_episodes(home, scope_ids, errors):
+                line = json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n"
+                if buf is not None:
+                    buf.write(line.encode("utf-8"))
+                else:
+                    sys.stdout.write(line)
         sys.stdout.flush()
     for path, err in errors:
         sys.stderr.write("cortex: skipped an unreadable record: %s\n" % err)
@@ -655,15 +688,29 @@ def cmd_import(args):
                 data = f.read()
         except OSError as e:
             raise CortexError("cannot read %s: %s" % (args.file, e.strerror or e))
-    recs = parse_import(data.split(b"\n"))
+    lines, eps = [], []
+    for line in data.split(b"\n"):
+        if line.startswith(b'{"episode":'):  # a line of `cortex export --episodes`
+            try:
+                eps.append(json.loads(line.decode("utf-8")))
+                continue
+            except ValueError:
+                pass
+        lines.append(line)
+    recs = parse_import(lines)
     home = _home(create=True)
     stats = import_records(home, recs, progress=progress("importing"), dry_run=args.dry_run)
+    if eps:
+        from cortex.ops.manage import import_episode
+        for e in eps:
+            import_episode(home, e, dry_run=args.dry_run)
+        stats["episodes"] = len(eps)
     if args.json:
         out_json(stats)
         return 0
-    print("%s %d records: %d created, %d replaced, %d unchanged" % (
+    print("%s %d records: %d created, %d replaced, %d unchanged%s" % (
         "would import" if args.dry_run else "imported", stats["records"], stats["created"], stats["replaced"],
-        stats["unchanged"]))
+        stats["unchanged"], "; %d episodes" % stats["episodes"] if stats.get("episodes") else ""))
     return 0
 
 
@@ -786,6 +833,8 @@ def add_commands(sub) -> None:
                    help="the project of --cwd, its domain, or every record (default all)")
     _cwd_flag(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically, mode 600) instead of stdout")
+    p.add_argument("--episodes", action="store_true",
+                   help="also one line per episode (what was said in each session); `cortex import` reads them")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="read records from a JSON Lines export, keeping their ids")

@@ -125,8 +125,53 @@ def record_window(home, cfg: dict, log, ctx, res, start: int, client: str) -> in
     if got is None:
         return 0
     path, front, turns, since = got
-    update_passages(home, front, turns, path, since)
+    if not front.get("archived"):  # an archived episode (forget --session) stays out of search
+        update_passages(home, front, turns, path, since)
     return len(turns)
+
+
+def prune(home, cfg: dict, log=None, now: float = None) -> int:
+    """Delete the episodes whose last turn is older than episodes.retention_days (0: keep forever), with
+    their passages.  Only files not modified for that long are read (the file's time is its last write)."""
+    import time
+    from cortex.store import episodes
+    from cortex.store.index import delete_passages, iso_to_epoch
+    days = int((cfg.get("episodes") or {}).get("retention_days", 365) or 0)
+    if days <= 0:
+        return 0
+    now = time.time() if now is None else now
+    cutoff = now - days * 86400.0
+    gone = []
+    for p in episodes.iter_paths(home.episodes):
+        try:
+            if os.lstat(p).st_mtime >= cutoff:
+                continue
+            front, _ = episodes.read(p)
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        last = iso_to_epoch(front.get("last") or "") or os.lstat(p).st_mtime
+        if last < cutoff:
+            gone.append((p, front.get("session")))
+    if not gone:
+        return 0
+    from cortex.store.index import Index
+    idx = Index(home.index_db)
+    try:
+        for p, session in gone:
+            if session:
+                delete_passages(idx.con, session=session)
+        idx.commit()
+        for p, _ in gone:
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+            if log:
+                log.info("episode_expired", path=os.path.relpath(p, home.root))
+        idx.truncate_wal()
+    finally:
+        idx.close()
+    return len(gone)
 
 
 def forget_paths(home, session: str = None, project: str = None) -> list:

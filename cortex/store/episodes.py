@@ -45,7 +45,8 @@ import re
 
 HEADING = re.compile(r"^## Turn (\d+) — (user|assistant) — (\S*)$")
 PASSAGE_TURN_CHARS = 2000  # what the index reads of each turn of a passage
-FRONT_KEYS = ("session", "client", "project", "first", "last", "transcript", "turns", "read_to", "window")
+FRONT_KEYS = ("session", "client", "project", "first", "last", "transcript", "turns", "read_to", "window", "archived")
+FORGOTTEN = "[forgotten: removed by `cortex forget --hard`]"
 CORTEX_MARK = "<cortex-memory"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -201,6 +202,7 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
         except (OSError, ValueError, UnicodeDecodeError):
             front, old = {}, []  # unreadable: rewritten from what this read gives
     turns = [{"role": t["role"], "at": t["at"], "parts": _parts_of(t["text"])} for t in old]
+    old_front = front
     if front:
         have = int(front.get("read_to", 0))
         w = front.get("window") or [-1, 0, 0]
@@ -226,10 +228,37 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
     ats = [t["at"] for t in turns if t["at"]]
     front = {"session": session, "client": client, "project": project,
              "first": min(ats) if ats else "", "last": max(ats) if ats else "",
-             "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end), "window": window}
+             "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end), "window": window,
+             "archived": (old_front or {}).get("archived")}
     write(path, front, turns)
     out = [{"n": i, "role": t["role"], "at": t["at"], "text": turn_text(t)} for i, t in enumerate(turns, 1)]
     return path, front, out, first_changed
+
+
+def rewrite(path: str, front: dict, turns: list):
+    """Write parsed turns (with `text`) back, as forget and archive do."""
+    write(path, front, [{"role": t["role"], "at": t["at"], "parts": _parts_of(t["text"])} for t in turns])
+
+
+def forget_text(path: str, texts: list, share: float = 0.8) -> int:
+    """Blank the turns of an episode that hold a forgotten record's words (at least `share` of the
+    terms of one of `texts`): `forget --hard` of a record leaves its text in no episode either.
+    Returns how many turns were blanked."""
+    from cortex.store.terms import tokenize
+    wanted = [set(tokenize(t)) for t in texts if t]
+    wanted = [w for w in wanted if w]
+    if not wanted:
+        return 0
+    front, turns = read(path)
+    n = 0
+    for t in turns:
+        have = set(tokenize(t["text"]))
+        if t["text"] != FORGOTTEN and any(len(w & have) >= share * len(w) for w in wanted):
+            t["text"] = FORGOTTEN
+            n += 1
+    if n:
+        rewrite(path, front, turns)
+    return n
 
 
 # -- passages ---------------------------------------------------------------------------------------

@@ -107,6 +107,8 @@ def reindex_passages(home, log=None) -> dict:
                 if log:
                     log.warning("episode_unreadable", path=path, error=str(e))
                 continue
+            if front.get("archived"):
+                continue  # forget --session: kept on disk, out of search
             rows = passage_rows(front, turns, path)
             put_passages(con, front["session"], rows)
             n += len(rows)
