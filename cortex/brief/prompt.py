@@ -17,6 +17,7 @@ import time
 from cortex.core import config as config_mod
 from cortex.core.home import Home
 
+DECISIONS = ("decision", "rejected")  # the records that settle a question: with one, no passage is needed
 PASSAGE_CHARS = {"user": 200, "assistant": 360}  # what a passage line quotes of the prompt and of the reply
 
 
@@ -40,29 +41,41 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     try:
         best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, shown,
                               pcfg["max_records"] * 4, pcfg["min_score"])
-        if not best:
-            return passage_fallback(con, terms, project["id"], session_id, pcfg)
-        cols = ", ".join(COLUMNS)
-        marks = ",".join("?" * len(best))
-        recs = {r["id"]: r for r in _rows(con, "SELECT %s FROM records WHERE id IN (%s)" % (cols, marks),
-                                          [rid for rid, _ in best])}
-        if not best:
-            return passage_fallback(con, terms, project["id"], session_id, pcfg)
+        recs = {}
+        if best:
+            cols = ", ".join(COLUMNS)
+            marks = ",".join("?" * len(best))
+            recs = {r["id"]: r for r in _rows(con, "SELECT %s FROM records WHERE id IN (%s)" % (cols, marks),
+                                              [rid for rid, _ in best])}
+        out, tokens = [], 0
+        for rid, s in best:
+            rec = recs.get(rid)
+            if rec is None or float(rec.get("confidence") or 0) < cfg["session_start"]["min_confidence"]:
+                continue
+            if rec["type"] == "plan" and not rank.plan_is_open(rec):
+                continue
+            cost = int(rec.get("tokens") or 0)
+            if tokens + cost > pcfg["max_tokens"] or len(out) >= pcfg["max_records"]:
+                break
+            tokens += cost
+            out.append((rec, s))
+        if any(rec["type"] in DECISIONS for rec, _ in out):
+            return out
+        # no decision record answers: the best earlier passage, first, and the records that still fit
+        got = passage_fallback(con, terms, project["id"], session_id, pcfg)
     finally:
         con.close()
-    out, tokens = [], 0
-    for rid, s in best:
-        rec = recs.get(rid)
-        if rec is None or float(rec.get("confidence") or 0) < cfg["session_start"]["min_confidence"]:
-            continue
-        if rec["type"] == "plan" and not rank.plan_is_open(rec):
-            continue
+    if not got:
+        return out
+    tokens = got[0][0]["tokens"]
+    keep = []
+    for rec, s in out:
         cost = int(rec.get("tokens") or 0)
-        if tokens + cost > pcfg["max_tokens"] or len(out) >= pcfg["max_records"]:
+        if tokens + cost > pcfg["max_tokens"] or len(keep) + 1 >= pcfg["max_records"]:
             break
         tokens += cost
-        out.append((rec, s))
-    return out
+        keep.append((rec, s))
+    return got + keep
 
 
 def passage_fallback(con, terms: list, project_id: str, session_id, pcfg: dict) -> list:

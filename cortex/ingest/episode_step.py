@@ -135,7 +135,7 @@ def prune(home, cfg: dict, log=None, now: float = None) -> int:
     their passages.  Only files not modified for that long are read (the file's time is its last write)."""
     import time
     from cortex.store import episodes
-    from cortex.store.index import delete_passages, iso_to_epoch
+    from cortex.store.index import delete_passages, iso_to_epoch, scrub_passages
     days = int((cfg.get("episodes") or {}).get("retention_days", 365) or 0)
     if days <= 0:
         return 0
@@ -160,6 +160,7 @@ def prune(home, cfg: dict, log=None, now: float = None) -> int:
         for p, session in gone:
             if session:
                 delete_passages(idx.con, session=session)
+        scrub_passages(idx.con)
         idx.commit()
         for p, _ in gone:
             try:

@@ -304,6 +304,14 @@ def delete_passages(con, session: str = None, project: str = None) -> int:
     return len(rids)
 
 
+def scrub_passages(con):
+    """After a hard delete: merge the FTS5 index into one segment, so the terms of deleted passages are in
+    no segment any more (FTS5 deletes only add delete markers; this SQLite has no secure-delete option for
+    FTS5).  Rewrites the whole FTS5 index: seconds for a million passages; forget --hard and reset only."""
+    if has_fts(con):
+        con.execute("INSERT INTO passages_fts(passages_fts) VALUES('optimize')")
+
+
 PASSAGE_COLUMNS = ("id", "session", "anchor", "project", "client", "at", "first_turn", "last_turn", "path")
 
 
