@@ -76,8 +76,13 @@ def iter_paths(root: str):
 # -- turns from entries ----------------------------------------------------------------------------
 
 def _clean(text: str) -> str:
+    """Redacted, and writable as UTF-8 (a lone surrogate, half an emoji, becomes U+FFFD as in records)."""
     from cortex.model.redact import clean
-    return clean(text or "")[0]
+    return _utf8(clean(text or "")[0])
+
+
+def _utf8(s: str) -> str:
+    return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 def _cut(text: str, n: int) -> str:
@@ -113,7 +118,7 @@ def render(front: dict, turns: list) -> str:
     lines.append("---")
     for i, t in enumerate(turns, 1):
         lines += ["", "## Turn %d — %s — %s" % (i, t["role"], t["at"] or "-"), "", _escape(turn_text(t))]
-    return "\n".join(lines) + "\n"
+    return _utf8("\n".join(lines) + "\n")
 
 
 def parse(text: str):
