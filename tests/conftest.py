@@ -338,6 +338,70 @@ def append_turns(path, turns, start_ts=None):
     return path
 
 
+# --------------------------------------------------------------------------- scripted sessions
+
+def iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
+
+
+class Chat:
+    """A Claude Code JSONL transcript written turn by turn (the memory-quality and decision scenarios)."""
+
+    def __init__(self, root, project, sid, t):
+        self.path = os.path.join(root, "transcripts", sid + ".jsonl")
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self.project, self.sid, self.t, self.n = project, sid, t, 0
+
+    def _line(self, rtype, message):
+        self.n += 1
+        self.t += 30
+        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.project, "uuid": "%s-%d" % (self.sid, self.n),
+               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
+               "timestamp": iso(self.t), "message": message}
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+        return self
+
+    def user(self, text):
+        return self._line("user", {"role": "user", "content": text})
+
+    def say(self, text):
+        return self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
+                                        "content": [{"type": "text", "text": text}]})
+
+    def tool(self, name, **inp):
+        tid = "toolu_%s_%d" % (self.sid, self.n)
+        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
+                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
+        return self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
+                                                                "content": "ok"}]})
+
+    def turns(self, *pairs):
+        for role, text in pairs:
+            (self.user if role == "user" else self.say)(text)
+        return self
+
+    def stop(self, home, run: bool = False):
+        """Drop the stop event as the hook does; with `run`, normalize too."""
+        from cortex.capture import hook as capture
+        payload = {"session_id": self.sid, "transcript_path": self.path, "cwd": self.project,
+                   "hook_event_name": "Stop"}
+        capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), "claude-code", home))
+        if run:
+            normalize(home)
+        return self
+
+
+def project_env(tmp_path, monkeypatch):
+    """(home, project, root): a Cortex home and a git project for scripted sessions."""
+    home = Home(str(tmp_path / "home")).ensure()
+    monkeypatch.setenv("CORTEX_HOME", home.root)
+    project = tmp_path / "proj"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    return home, str(project), str(tmp_path)
+
+
 # --------------------------------------------------------------------------- the slow tests
 # Tests that take a second or more each (measured with --durations on the 2-core CI machine): the default
 # run skips them so it stays short; CORTEX_FULL=1 (which .ci/run sets) or `-m slow` runs them.  Listed
@@ -357,6 +421,7 @@ SLOW = (
     "test_normalize.py::test_sigkill_at_several_moments_then_rerun",
     "test_index.py::test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reindex_empties_the_wal",
     "test_schemas.py::test_the_event_check_never_passes_what_jsonschema_rejects",
+    "test_devchats.py::test_the_evaluation_runs_end_to_end_beside_rank_bm25",
 )
 
 

@@ -308,3 +308,77 @@ def test_sniff_rejects_json_lines_mentioning_the_keys():
     line = json.dumps({"sessionId": "x", "projectHash": "y", "messages": []}).encode()
     assert not adapter.sniff(line + b"\n" + line + b"\n", "x.jsonl")
     assert not adapter.sniff(b'["sessionId", "messages", "projectHash"]', "x.json")
+
+
+# --------------------------------------------------------------------------- the JSON Lines chat file (0.6x)
+
+def _jsonl_chat(path, tail_partial=False):
+    """A chat file shaped like Gemini CLI 0.61 writes it (seen with the real CLI in tests/e2e): a header,
+    {"$set": ...} patches, messages appended, a message rewritten under its id once its tool ran."""
+    sid = "3966b3ee-0000-4000-8000-000000000001"
+    call = {"id": "run_shell_command__1", "name": "run_shell_command",
+            "args": {"command": "pytest -q tests/test_cache.py", "description": "run the tests"}}
+    done = dict(call, status="success", timestamp="2026-11-24T07:38:13.718Z", result=[{"functionResponse": {
+        "id": "run_shell_command__1", "name": "run_shell_command",
+        "response": {"output": "Output: 3 passed\nExit Code: 0"}}}])
+    lines = [
+        {"sessionId": sid, "projectHash": "0" * 64, "startTime": "2026-11-24T07:38:10.000Z",
+         "lastUpdated": "2026-11-24T07:38:10.000Z", "kind": "main"},
+        {"$set": {"messages": [{"id": "ctx", "timestamp": "2026-11-24T07:38:10.001Z", "type": "user", "content": [
+            {"text": "<session_context>\nThis is the Gemini CLI.\n- /home/u/shop\n</session_context>"}]}]}},
+        {"id": "u1", "timestamp": "2026-11-24T07:38:11.000Z", "type": "user", "content": [
+            {"text": "<hook_context>&lt;cortex-memory project=\"shop\"&gt;\n- [decision] old note\n"
+                     "&lt;/cortex-memory&gt;</hook_context>\n\nmake the cache tests pass"}]},
+        {"$set": {"lastUpdated": "2026-11-24T07:38:11.000Z"}},
+        {"id": "g1", "timestamp": "2026-11-24T07:38:12.000Z", "type": "gemini", "content": "", "thoughts": [],
+         "model": "m"},
+        {"id": "g1", "timestamp": "2026-11-24T07:38:12.000Z", "type": "gemini", "content": "", "thoughts": [],
+         "model": "m", "toolCalls": [done]},
+        {"id": "u2", "timestamp": "2026-11-24T07:38:13.800Z", "type": "user", "content": [done["result"][0]]},
+        {"id": "g2", "timestamp": "2026-11-24T07:38:14.000Z", "type": "gemini",
+         "content": "The cache tests pass now.\n[MEMORY: gotcha] The cache tests need REDIS_URL unset.", "model": "m"},
+    ]
+    text = "\n".join(json.dumps(l) for l in lines) + "\n"
+    if tail_partial:
+        text += '{"id": "g3", "timestamp": "2026-11-24T07:38:15.000Z", "type": "gem'
+    path.write_text(text)
+    return path
+
+
+def test_the_json_lines_chat_file_is_sniffed_and_read(tmp_path):
+    from cortex.clients import sniff
+    from cortex.ingest import adapters
+    p = _jsonl_chat(tmp_path / "session-2026-11-24T07-38-3966b3ee.jsonl")
+    head = p.read_bytes()[:65536]
+    assert sniff.client_of(head, str(p)) == "gemini"
+    assert adapters.detect(str(p)).client == "gemini"
+    res = GeminiAdapter().parse(str(p))
+    assert res.meta.session_id.startswith("3966b3ee")
+    users = [e.text for e in res.entries if e.kind == USER]
+    assert users == ["make the cache tests pass"]  # not the session context, the hook context or a tool result
+    injected = " ".join(e.text for e in res.entries if e.kind == INJECTED)
+    assert "<session_context>" in injected and "cortex-memory" in injected
+    calls = [e for e in res.entries if e.kind == TOOL_CALL]
+    results = [e for e in res.entries if e.kind == TOOL_RESULT]
+    assert len(calls) == 1 and "pytest -q tests/test_cache.py" in calls[0].text  # the rewritten message, once
+    assert len(results) == 1 and results[0].exit_code == 0 and not results[0].is_error
+    assert any("REDIS_URL" in e.text for e in res.entries if e.kind == ASSISTANT)
+
+
+def test_a_json_lines_chat_file_caught_mid_write_reads_its_complete_lines(tmp_path):
+    p = _jsonl_chat(tmp_path / "a.jsonl", tail_partial=True)
+    full = GeminiAdapter().parse(str(_jsonl_chat(tmp_path / "b.jsonl")))
+    part = GeminiAdapter().parse(str(p))
+    assert [(e.kind, e.text) for e in part.entries] == [(e.kind, e.text) for e in full.entries]
+
+
+def test_the_json_lines_chat_file_through_the_normalizer(home, tmp_path):
+    from cortex_testkit import all_records, drop_event, normalize
+    (tmp_path / "client").mkdir()
+    p = _jsonl_chat(tmp_path / "client" / "session-x.jsonl")
+    drop_event(home, {"session_id": "3966b3ee-0000-4000-8000-000000000001", "transcript_path": str(p),
+                      "cwd": str(tmp_path), "hook_event_name": "AfterAgent"}, client="gemini")
+    assert normalize(home)["failed"] == 0
+    texts = {r["type"]: r["text"] for r in all_records(home)}
+    assert "REDIS_URL" in texts.get("gotcha", "")
+    assert not any("cortex-memory" in t or "old note" in t for t in texts.values())

@@ -786,7 +786,7 @@ def test_unreadable_home_is_one_line(env, capsys, monkeypatch, tmp_path):
     for argv in (["recall", "plan"], ["show", "r0000000000000000"], ["why"], ["forget", "x", "--yes"],
                  ["remember", "hello there"], ["export"], ["inbox", "retry"]):
         rc, out, err = cli(capsys, *argv)
-        assert rc == 1 and err.startswith("cortex: ") and err.count("\n") == 1 and "not a directory" in err, argv
+        assert rc == 2 and err.startswith("cortex: ") and err.count("\n") == 1 and "is a file, not a folder" in err, argv
     monkeypatch.setenv("CORTEX_HOME", str(tmp_path / "missing"))
     rc, out, err = cli(capsys, "recall", "plan")
     assert rc == 1 and "no Cortex home" in err
@@ -794,7 +794,7 @@ def test_unreadable_home_is_one_line(env, capsys, monkeypatch, tmp_path):
 
 def test_changes_wait_for_a_running_normalizer(env):
     from cortex.ops import manage
-    from cortex.ingest.run import RunLock
+    from cortex.core.lock import RunLock
     with RunLock(env["home"].lock):
         with pytest.raises(manage.CortexError) as e:
             with manage.locked(env["home"], wait=0.3):

@@ -118,7 +118,12 @@ def test_every_record_of_a_demo_home_is_written_as_pyyaml_writes_it(tmp_path):
         used = dict(front, used=["2026-01-02T03:04:%02d.%03dZ" % (i % 60, i) for i in range(120)])
         folded = "---\n%s---\n%s\n" % (same_as_pyyaml(used), rec["text"])
         assert folded.count("\n") > text.count("\n") + 2
-        assert frontmatter.fast_parse(folded) == records.parse(folded) == dict(used, text=rec["text"])
+        fast = frontmatter.fast_parse(folded)
+        if fast is None:  # by design, front matter with double quotes (a plan item quoting a heading) goes to YAML
+            assert '"' in folded[:folded.index("\n---\n", 3)]
+        else:
+            assert fast == records.parse(folded)
+        assert records.parse(folded) == dict(used, text=rec["text"])
         # what the normalizer adds when the files a record names exist (the fixtures' do not, here)
         same_as_pyyaml(dict(front, file_state=file_state(["cortex/records.py", "README.md"], str(REPO)),
                             related=["r0123456789abcdef"], redactions=2))

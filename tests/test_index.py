@@ -81,7 +81,7 @@ def rank_bm25_scores(home, query_terms):
 
 QUERIES = ["CLAUDE.md", "mix test failed", "plan progress", "progress progress changed", "sqlite postgres cache",
            "zzzunseenterm", "hello.py delete js", "transcript tail supervisor", "summary current work",
-           "compaction threshold verification", "changed asked", "Glob empty repository"]
+           "compaction threshold verification", "changed asked", "Glob empty repository", "what we learned"]
 
 
 @pytest.mark.parametrize("query", QUERIES)

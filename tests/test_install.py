@@ -62,7 +62,13 @@ def run_cli(*argv):
 
 
 def backups(path: Path) -> list:
-    return sorted(p for p in path.parent.iterdir() if ".cortex-backup-" in p.name)
+    """The backups of a settings file: under the Cortex home (never beside the file)."""
+    from cortex.core.home import Home
+    assert not [p for p in path.parent.iterdir() if ".cortex-backup-" in p.name]
+    mirror = Path(Home().root) / "backups" / str(path.parent.resolve()).lstrip(os.sep)
+    if not mirror.is_dir():
+        return []
+    return sorted(p for p in mirror.iterdir() if p.name.startswith(path.name + ".cortex-backup-"))
 
 
 # ----------------------------------------------------------------------------------------- where

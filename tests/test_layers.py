@@ -111,3 +111,33 @@ def test_no_import_cycles_between_packages():
 
     for n in sorted(edges):
         visit(n)
+
+
+def test_no_import_cycles_between_modules():
+    mods = {m for _, m in _modules()}
+
+    def owner(name):  # `from cortex.store import records` names a module through its package
+        while name not in mods and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    graph = {}
+    for path, mod in _modules():
+        for _, target in _imports(path, mod):
+            t = owner(target)
+            if target.startswith("cortex.") and t != mod and t in mods and not t.count(".") < 2:
+                graph.setdefault(mod, set()).add(t)
+    state = {}
+
+    def visit(n, stack):
+        state[n] = 1
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                pytest.fail("import cycle: " + " -> ".join(stack[stack.index(m):] + [n, m]))
+            if m not in state:
+                visit(m, stack + [n] if m not in stack else stack)
+        state[n] = 2
+
+    for n in sorted(graph):
+        if n not in state:
+            visit(n, [])

@@ -10,66 +10,25 @@ import time
 
 import pytest
 
-from cortex.capture import hook as capture
+import cortex_testkit as testkit
+from cortex_testkit import iso
+
 
 from cortex.ingest import run as normalize
 
 from cortex.brief import session_start
 from cortex.curate.consolidate import effective_confidence, lifecycle, rejected_subject, settings, switch_subject
-from cortex.core.home import Home
 from cortex.store.records import RecordStore, iter_paths, read
 
 T0 = time.time() - 3 * 86400
 
 
-def iso(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(t))
-
-
-class Session:
-    """Writes a Claude Code JSONL transcript, one turn at a time."""
-
-    def __init__(self, root, project, sid, t):
-        self.path = os.path.join(root, "transcripts", sid + ".jsonl")
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        self.project, self.sid, self.t, self.n = project, sid, t, 0
-
-    def _line(self, rtype, message):
-        self.n += 1
-        self.t += 30
-        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.project, "uuid": "%s-%d" % (self.sid, self.n),
-               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
-               "timestamp": iso(self.t), "message": message}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def user(self, text):
-        self._line("user", {"role": "user", "content": text})
-
-    def say(self, text):
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
-                                 "content": [{"type": "text", "text": text}]})
-
-    def tool(self, name, **inp):
-        tid = "toolu_%s_%d" % (self.sid, self.n)
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
-                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
-        self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]})
-
-    def stop(self, home):
-        payload = {"session_id": self.sid, "transcript_path": self.path, "cwd": self.project,
-                   "hook_event_name": "Stop"}
-        capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), "claude-code", home))
+Session = testkit.Chat
 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    home = Home(str(tmp_path / "home")).ensure()
-    monkeypatch.setenv("CORTEX_HOME", home.root)
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
-    return home, str(project), str(tmp_path)
+    return testkit.project_env(tmp_path, monkeypatch)
 
 
 def records(home):
@@ -273,3 +232,224 @@ def test_subject_extraction():
     assert switch_subject("Use SQLite for the cache") == (None, None)
     assert rejected_subject("Redis for the session cache: it loses entries on failover") == "Redis for the session cache"
     assert rejected_subject("Rejected Kafka because the team has no ops capacity") == "Kafka"
+
+
+def _todos(*items):
+    marks = {"x": "completed", ">": "in_progress", " ": "pending"}
+    return [{"content": t, "status": marks[m], "activeForm": t} for m, t in items]
+
+
+def test_a_plan_finished_in_a_later_session_retires_the_earlier_one(env):
+    """Issue #15: "[>] Add rate limiting" from weeks ago stayed "where you left off" after a later session
+    finished every item of the same plan.  The later plan replaces the earlier one (same work: overlapping
+    items), and once all done it leaves the block taking the replaced plan with it."""
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0 - 21 * 86400)
+    s1.user("Harden the public API: rate limiting, auth headers, request logging.")
+    s1.tool("TodoWrite", todos=_todos(("x", "Add auth header validation"), (">", "Add rate limiting"),
+                                      (" ", "Add request logging")))
+    s1.stop(home)
+    normalize.run(home)
+    assert "[>] Add rate limiting" in block(home, project)[0]
+    s2 = Session(root, project, "s2", T0)
+    s2.user("Finish the API hardening work from last time.")
+    s2.tool("TodoWrite", todos=_todos(("x", "Add rate limiting to the API"), ("x", "Add request logging"),
+                                      ("x", "Add auth header validation")))
+    s2.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "superseded" and plans["s1"]["superseded_by"] == [plans["s2"]["id"]]
+    text, details = block(home, project)
+    assert "Plan:" not in text and "[>] Add rate limiting" not in text
+    assert any(why == "plan finished" for _, why in details["left"])
+
+
+def test_a_different_plan_of_another_session_is_not_replaced(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0 - 86400)
+    s1.tool("TodoWrite", todos=_todos((">", "Migrate the billing tables"), (" ", "Backfill invoices")))
+    s1.stop(home)
+    s2 = Session(root, project, "s2", T0)
+    s2.tool("TodoWrite", todos=_todos(("x", "Write the onboarding email"), ("x", "Schedule the email job")))
+    s2.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "active"  # unrelated work: still open, still shown
+    text, _ = block(home, project)
+    assert "[>] Migrate the billing tables" in text
+
+
+def test_plans_replace_each_other_whatever_order_they_are_read_in(env):
+    home, project, root = env
+    s2 = Session(root, project, "s2", T0)
+    s2.tool("TodoWrite", todos=_todos(("x", "Add rate limiting"), (">", "Add request logging")))
+    s2.stop(home)
+    normalize.run(home)
+    s1 = Session(root, project, "s1", T0 - 5 * 86400)
+    s1.tool("TodoWrite", todos=_todos((">", "Add rate limiting"), (" ", "Add request logging")))
+    s1.stop(home)
+    normalize.run(home)
+    plans = {r["provenance"][0]["session"]: r for r in records(home) if r["type"] == "plan"}
+    assert plans["s1"]["status"] == "superseded" and plans["s2"]["status"] == "active"
+    assert "[>] Add request logging" in block(home, project)[0]
+
+
+def test_a_compaction_summary_plan_is_replaced_by_a_later_todo_list_and_its_next_step_retires(env):
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Port the exporter to the new queue.")
+    s1._line("user", {"role": "user", "content": (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation.\n\nSummary:\n"
+        "1. Primary Request and Intent:\n   Port the exporter to the new queue.\n\n"
+        "4. Errors and fixes:\n   - **Queue client timed out**: the default 5 s timeout is too short for batch "
+        "acks. Fixed by raising it to 30 s.\n\n"
+        "7. Pending Tasks:\n   - Switch the exporter consumer to the new queue client (IN PROGRESS)\n"
+        "   - Remove the legacy queue adapter\n\n"
+        "8. Current Work:\n   Switching the exporter consumer.\n\n"
+        "9. Optional Next Step:\n   Run the exporter integration tests against the new queue client.\n")})
+    # the JSONL line must carry isCompactSummary: rewrite the last line
+    lines = open(s1.path).read().splitlines()
+    last = json.loads(lines[-1])
+    last["isCompactSummary"] = True
+    lines[-1] = json.dumps(last)
+    open(s1.path, "w").write("\n".join(lines) + "\n")
+    s1.stop(home)
+    normalize.run(home)
+    text, _ = block(home, project)
+    assert "[>] Switch the exporter consumer to the new queue client" in text
+    assert "Next step (at compaction): Run the exporter integration tests" in text
+    assert "Fixed by raising it to 30 s" in text  # the fix, whole
+    s1.tool("TodoWrite", todos=_todos(("x", "Switch the exporter consumer to the new queue client"),
+                                      ("x", "Remove the legacy queue adapter"), ("x", "Run the integration tests")))
+    s1.stop(home)
+    normalize.run(home)
+    text, _ = block(home, project)
+    assert "Plan:" not in text and "Next step" not in text
+    assert "Fixed by raising it to 30 s" in text
+
+
+def test_a_note_about_a_file_named_only_in_its_text_goes_stale_when_the_file_is_deleted(env, monkeypatch):
+    """Issue #15: a gotcha naming legacy_token_cache.py stayed current after `git rm`; only `files` were
+    checked.  Paths, file names and modules named in the text are checked too (stat only)."""
+    home, project, root = env
+    os.makedirs(os.path.join(project, "src", "auth"))
+    for rel in ("src/auth/legacy_token_cache.py", "src/auth/tokens.py", "README.md"):
+        with open(os.path.join(project, rel), "w") as f:
+            f.write("x = 1\n")
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Speed up the token refresh.")
+    s1.tool("Edit", file_path=os.path.join(project, "src/auth/legacy_token_cache.py"), old_string="x", new_string="y")
+    s1.say("[MEMORY: gotcha] legacy_token_cache.py must be warmed before the first refresh or logins stall.")
+    s1.say("[MEMORY: decision] Keep `src.auth.tokens` as the only writer of the token table because "
+           "legacy_token_cache.py races it.")
+    s1.say("[MEMORY: learned] The README.md lists the supported identity providers.")
+    s1.stop(home)
+    normalize.run(home)
+    gotcha = next(r for r in records(home) if r["type"] == "gotcha")
+    assert set(os.path.basename(p) for p in gotcha["file_state"]) == {"legacy_token_cache.py"}
+    text, _ = block(home, project)
+    assert "legacy_token_cache.py must be warmed" in text
+    subprocess.run(["git", "-C", project, "rm", "-q", "--cached", "src/auth/legacy_token_cache.py"],
+                   capture_output=True)
+    os.unlink(os.path.join(project, "src/auth/legacy_token_cache.py"))
+    # the hot path only stats named paths: no file is opened to hash them
+    from cortex.model import freshness
+    monkeypatch.setattr(freshness, "_changed", lambda *a: (_ for _ in ()).throw(AssertionError("hashed")))
+    text, details = block(home, project)
+    assert "legacy_token_cache.py must be warmed" not in text
+    assert any(why == "files gone: legacy_token_cache.py" for _, why in details["left"])
+    # a decision naming it stays (a choice outlives a file), marked
+    assert "Keep ‹src.auth.tokens›" in text or "src.auth.tokens" in text
+    assert "gone: legacy_token_cache.py" in text
+    assert "README.md lists the supported identity providers" in text
+
+
+def test_named_paths_resolution_and_the_stat_cap(tmp_path):
+    from cortex.model import freshness
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("")
+    (tmp_path / "a.py").write_text("")
+    text = ("See a.py, pkg/mod.py, `pkg.mod`, pkg/, https://example.com/x/a.py, ../outside.py, "
+            "never_existed.py and /etc/passwd.")
+    got = freshness.named_paths(text, str(tmp_path), known=["pkg/mod.py"])
+    assert [os.path.relpath(p, str(tmp_path)) for p in got] == ["a.py", "pkg/mod.py", "pkg"]
+    assert freshness.named_paths(text, str(tmp_path / "missing")) == []  # a project not on this machine
+    # at most MAX_STATS stats for a whole block; past it, nothing is stat'ed and nothing is dropped
+    budget = {"stats": freshness.MAX_STATS}
+    rec = {"type": "gotcha", "file_state": {str(tmp_path / "gone.py"): {"named": 1}}}
+    assert freshness.check(rec, None, budget) is None and budget["stats"] == freshness.MAX_STATS
+    assert freshness.check(rec, None, {"stats": 0}) == "files gone: gone.py"
+
+
+def test_progress_names_the_last_substantive_request_not_a_slash_command_or_a_nudge(env):
+    """Issue #15: `/compact` and "did you push?" were reported as what the user asked."""
+    home, project, root = env
+    s1 = Session(root, project, "s1", T0)
+    s1.user("Add retry with backoff to the webhook sender.")
+    s1.tool("Edit", file_path=os.path.join(project, "sender.py"), old_string="a", new_string="b")
+    s1.user("Run the test suite and fix failures.")
+    for prompt in ("continue", "<command-name>/compact</command-name>", "did you push?", "ok thanks", "/clear"):
+        s1.user(prompt)
+    s1.stop(home)
+    normalize.run(home)
+    (progress,) = [r for r in records(home) if r["type"] == "progress"]
+    assert progress["text"].startswith('asked "Run the test suite and fix failures."')
+    assert 'before that: "Add retry with backoff to the webhook sender."' in progress["text"]
+    for nudge in ("/compact", "did you push", "continue", "ok thanks", "/clear"):
+        assert nudge not in progress["text"]
+    from cortex.ingest.extract import substantive
+    assert not any(substantive(p) for p in ("/compact", "Continue.", "OK", "thanks!", "did you push?", "go ahead",
+                                            "continue until all are done", "what else?"))
+    assert all(substantive(p) for p in ("/review the auth module", "push the fix to staging and tag it",
+                                        "continue with the migration of the billing tables"))
+    assert switch_subject("Switched the public API from REST to GraphQL because of nested reads")[0] == "REST"
+
+
+def test_a_series_of_sessions_with_switches_and_amendments_keeps_only_the_current_rules(env):
+    """Weeks of work on one project: rules settled in conversation, switched, amended; the block lists
+    the current rule of each subject once, and the old ones stay recallable as superseded."""
+    home, project, root = env
+    day = 86400
+    s1 = Session(root, project, "q1", T0 - 30 * day)
+    s1.user("Which style for the public API?")
+    s1.say("[MEMORY: decision] Chose REST over gRPC for the public API because browsers can call it directly.")
+    s1.say("For `retry_upload()` I'd retry 3 times with exponential backoff. Sound good?")
+    s1.user("yes, except for 4xx responses, those fail immediately")
+    s1.stop(home)
+    normalize.run(home)
+    s2 = Session(root, project, "q2", T0 - 20 * day)
+    s2.user("The nightly `export_orders` job keeps running late.")
+    s2.say("I'd run `export_orders` from cron on the app box. Does that work?")
+    s2.user("no, not cron — it drifts when the box sleeps. Use a systemd timer with Persistent=true.")
+    s2.stop(home)
+    normalize.run(home)
+    s3 = Session(root, project, "q3", T0 - 5 * day)
+    s3.user("Mobile needs nested reads in one round trip.")
+    s3.say("[MEMORY: decision] Switched the public API from REST to GraphQL because the mobile client needs "
+           "nested reads.")
+    s3.user("Also 429s are rate limits: from now on `retry_upload()` retries 5 times and retries 429 too.")
+    s3.say("Got it — rule: `retry_upload()` retries 5 times with exponential backoff, retries 429, and fails fast "
+           "on other 4xx. This replaces the earlier rule.")
+    s3.stop(home)
+    normalize.run(home)
+    decisions = {r["id"]: r for r in records(home) if r["type"] == "decision"}
+    active = [r["text"] for r in decisions.values() if r["status"] == "active"]
+    superseded = [r for r in decisions.values() if r["status"] == "superseded"]
+    assert any("GraphQL" in t for t in active) and not any(t.startswith("Chose REST") for t in active)
+    assert any("retries 5 times" in t for t in active) and not any("3 times" in t for t in active)
+    assert sorted(r["text"][:10] for r in superseded) == sorted(["Chose REST", "For `retry"])
+    for old in superseded:  # linked both ways
+        for new_id in old["superseded_by"]:
+            assert old["id"] in decisions[new_id]["supersedes"]
+    assert any("systemd timer" in t for t in active)
+    text, details = block(home, project)
+    assert "GraphQL" in text and "Chose REST" not in text and "3 times" not in text
+    assert "cron" in text  # the rejection with its reason stays
+    # rerunning changes nothing
+    first = sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records))
+    os.unlink(home.cursors)
+    for s in (s1, s2, s3):
+        s.stop(home)
+    normalize.run(home)
+    assert sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records)) == first

@@ -30,23 +30,35 @@ EXPECT = {
                                           ("progress", r"changed CLAUDE\.md")]},
     "cc-1.0.108-task-multiedit": {"must": [("plan", r"Update CLAUDE\.md with latest project information"),
                                            ("progress", r"/orchestrator .*changed CLAUDE\.md")]},
-    "cc-2.0.64-sidechain-agent-files": {"must": [("progress", r'asked "delete js"; changed hello\.md, hello\.js, hello\.py')]},
+    "cc-2.0.64-sidechain-agent-files": {"must": [("progress", r'asked "delete js" \(before that: "update py with one '
+                                                             r'liner comment"; [^)]*\); changed hello\.md, hello\.js, hello\.py')]},
     "cc-2.0.76-compact-boundary": {"must": [
         ("decision", r"leverage the API's built-in deduplication instead of trying to track processed sessions"),
         ("rejected", r"No JSONL with record types .*wrong approach"),
-        ("summary", r"^Current Work: User asked to check existing metrics implementation"),
-        ("progress", r'asked "update phase 4\.1 document"')]},
+        # the compaction summary, split by section (docs/memory.md, "Compaction summaries, used whole")
+        ("plan", r"\[ \] Create minimal conversation processor implementation"),
+        ("fix", r"^Error 1: Proposed complex JSONL with discriminated unions"),
+        ("learned", r"^Problem Solved: Identified critical bug in Phase 4"),
+        ("progress", r'asked "update phase 4\.1 document"')],
+        "useful": [("fix", r"^Error \d: .*Fix: "), ("learned", r"^Solution Architecture: ")]},
     "cc-2.1.39-hooks-compaction-subagents": {"must": [
         ("learned", r"test JSONL doesn't include `uuid` fields"),
         ("fix", r"^`mix test test/spotter/transcripts/jobs/sync_transcripts_test\.exs"),
-        ("summary", r"^Current Work: Working on spotter-a0y\.4"),
-        ("progress", r'asked "continue until all are done"')]},
-    "cc-2.1.4-summary-lines": {"must": [("progress", r'asked "what else\?"; changed available-tools\.md')]},
+        ("fix", r'^Compiler "unused alias" for aliases in rescue blocks'),
+        ("plan", r"spotter-a0y\.4"),
+        ("todo", r"^Next step \(at compaction\): Continue completing spotter-a0y\.4"),
+        # "continue until all are done" asks for nothing new: the request is the one before it
+        ("progress", r'asked "Work on bead spotter-a0y.*ended with "All 4 subtasks done"')],
+        "useful": [("fix", r"\bFixed\b|Ran it"), ("fix", r"^Multiple \"unused alias\" compile errors"),
+                   ("learned", r"^(?:Chose|Used|Designed|Implemented|Bootstrap sync) ")]},
+    "cc-2.1.4-summary-lines": {"must": [("progress", r'asked "explore more of current repo" \(before that: "show tools '
+                                                    r'and store response in file"\); changed available-tools\.md')]},
     "codex-0.125.0-tui-apply-patch": {"must": [
         ("plan", r"\[>\] Run focused verification"),
-        ("progress", r"asked \"let's update the defailt context compart to 90 in env var\"; changed .*opencode\.plugin\.ts")]},
+        ("progress", r"asked \"let's update the defailt context compart to 90 in env var\" \(before that: \"show tools\"\); "
+                     r"changed .*opencode\.plugin\.ts")]},
     "gemini-cli-chat-file-ops": {"must": [("plan", r"Investigate codebase architecture"),
-                                          ("progress", r'asked "remove 2 and 3 line"; changed hello\.md')]},
+                                          ("progress", r'asked "remove 2 and 3 line" \(before that: [^)]*\); changed hello\.md')]},
     # upstream redacted every text in these two: nothing but placeholders, so nothing worth keeping
     "codex-0.104.0-desktop-small-redacted": {"must": []},
     "codex-0.104.0-desktop-compacted-redacted": {"must": []},

@@ -79,6 +79,7 @@ def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=Fals
     for rec in recs:
         tier = (0 if rec["scope"] == "L0" and rec["scope_id"] == project["id"]
                 else 1 if rec["scope"] == "L1" and rec["scope_id"] == domain else 2)
+        tier = (tier, rec["status"] == "superseded")  # superseded ones after the current ones of the group
         s = R.score(scores[rec["id"]], top, rank.parts(rec, NOW, cfg, days))
         out.append((tier, -s["score"], rec["id"]))
     out.sort()

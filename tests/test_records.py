@@ -14,7 +14,6 @@ from cortex.core.schemas import validate
 from cortex_testkit import (all_records, append_turns, copy_fixture, db_rows, drop_event, hook_payload, log_lines,
                       normalize, tree_bytes)
 
-HAVE_REDACT = (Path(records.__file__).parent / "redact.py").exists()
 FAKE_KEY = "sk-ant-api03-" + "Zq8xW2vB7nM4kL9pR3tY6uI1oE5aS0dF" * 3 + "-AbCdEf"
 
 
@@ -251,7 +250,6 @@ def test_an_invalid_record_is_refused_before_it_reaches_disk(store):
 
 # --------------------------------------------------------------------------- secrets
 
-@pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
 def test_secrets_in_candidate_text_never_reach_the_file(store):
     rec, _ = store.upsert(cand(text="Deploy smoke tests use the staging key %s from the vault." % FAKE_KEY))
     data = Path(store.path_of(rec)).read_text()
@@ -266,7 +264,6 @@ def test_secrets_in_candidate_text_never_reach_the_file(store):
     assert again["id"] == rec["id"] and action == "merged"
 
 
-@pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
 def test_private_spans_are_dropped(store):
     rec, _ = store.upsert(cand(text="Keep <private>my home address is 12 Elm St</private>the cache warm on boot"))
     assert "Elm" not in Path(store.path_of(rec)).read_text()
@@ -282,7 +279,6 @@ def _secret_session(home, tmp_path, turns):
     return path
 
 
-@pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
 def test_secrets_in_a_transcript_reach_no_record_index_or_log(home, tmp_path):
     _secret_session(home, tmp_path, [
         ("assistant", "[MEMORY: decision] Deploy smoke tests use the staging key %s from the vault." % FAKE_KEY),
@@ -300,7 +296,6 @@ def test_secrets_in_a_transcript_reach_no_record_index_or_log(home, tmp_path):
         assert FAKE_KEY.lower() not in json.dumps(db_rows(home.index_db, table)).lower()
 
 
-@pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
 def test_private_span_does_not_reach_the_log(home, tmp_path):
     _secret_session(home, tmp_path, [("assistant", "[MEMORY: gotcha] <private>the db password is hunter2-xyzzy"
                                                    "</private>")])
@@ -308,7 +303,6 @@ def test_private_span_does_not_reach_the_log(home, tmp_path):
         assert b"hunter2-xyzzy" not in data, rel
 
 
-@pytest.mark.skipif(not HAVE_REDACT, reason="no cortex/redact.py")
 def test_secret_in_the_last_prompt_is_not_copied_into_the_state(home, tmp_path):
     _secret_session(home, tmp_path, [("user", "deploy with the staging key %s now" % FAKE_KEY)])
     assert FAKE_KEY not in Path(home.cursors).read_text()

@@ -30,7 +30,7 @@ for p in (str(HERE.parent), str(HERE)):
         sys.path.insert(0, p)
 
 from cortex.model.redact import clean, contains_secret, redact, strip_private  # noqa: E402
-from secret_corpus import Sample, samples  # noqa: E402
+from reliability.secrets_corpus import Sample, samples  # noqa: E402
 
 FIXTURES = HERE / "fixtures" / "transcripts"
 CORPUS: List[Sample] = samples(seed=1234, per_kind=60)
@@ -107,7 +107,7 @@ def test_every_generated_secret_is_redacted(kind):
 def test_every_form_is_exercised():
     forms = collections.Counter((s.kind, s.form) for s in CORPUS)
     # each standalone kind goes through every neutral form (bare, KEY=, JSON, YAML, sentence, code block, ...)
-    from secret_corpus import STANDALONE, TOKEN_FORMS
+    from reliability.secrets_corpus import STANDALONE, TOKEN_FORMS
     for kind in STANDALONE:
         for form, _ in TOKEN_FORMS:
             assert forms[(kind, form)] >= 2, (kind, form)

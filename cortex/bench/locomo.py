@@ -382,7 +382,13 @@ class RankBM25:
     """Plain rank_bm25.BM25Okapi over the raw turn texts."""
 
     def __init__(self, turns: list, tokens: str):
-        from rank_bm25 import BM25Okapi
+        try:
+            from rank_bm25 import BM25Okapi
+        except ImportError:
+            from cortex.core.errors import CortexError
+            raise CortexError("the rank-bm25 baselines of `cortex bench --locomo` need the rank-bm25 package",
+                              "install the bench extra: pip install 'cortex-memory[bench]' (or -e '.[bench]' "
+                              "in a checkout)", code=1)
         if tokens == "ws":
             self.tok = lambda s: s.lower().split()
         elif tokens == "word":

@@ -18,7 +18,9 @@ both see the same machine load:
 Prints medians with min/max, the ratio to the interpreter's own start-up (median/median and
 fastest/fastest), peak memory (the max RSS of the measured process itself, from wait4), and each
 case's target with whether it is met.  `--json FILE` writes the rows.  `--locomo` runs the LoCoMo
-retrieval benchmark instead (`cortex.bench.locomo`).
+retrieval benchmark instead (`cortex.bench.locomo`), `--devchats` the developer-chat memory benchmark
+(`cortex.bench.devchats`), `--quality` the block-quality benchmark on the labeled fixture sessions
+(`cortex.bench.quality`).
 
 Only `os` and `sys` are imported at module level, so the CLI can declare these options cheaply.
 """
@@ -742,9 +744,13 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
                       runs, warmup, reindex_runs, throughput_runs, sys.version.split()[0],
                       sys.platform, os.cpu_count()))
         if json_path:
-            with open(json_path, "w", encoding="utf-8") as f:
-                json.dump({"python": sys.version.split()[0], "platform": sys.platform, "cpus": os.cpu_count(),
-                           "runs": runs, "rows": [r.as_json() for r in rows]}, f, indent=1)
+            doc = json.dumps({"python": sys.version.split()[0], "platform": sys.platform, "cpus": os.cpu_count(),
+                              "runs": runs, "rows": [r.as_json() for r in rows]}, indent=1, ensure_ascii=False) + "\n"
+            if json_path == "-":
+                sys.stdout.write(doc)
+            else:
+                with open(json_path, "w", encoding="utf-8") as f:
+                    f.write(doc)
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)
@@ -886,14 +892,27 @@ def add_arguments(ap) -> None:
     ap.add_argument("--cases", default=",".join(CASE_GROUPS),
                     help="comma-separated case groups to run (default all: %s)" % ",".join(CASE_GROUPS))
     ap.add_argument("--keep", metavar="DIR", help="build the homes in DIR and keep them (reused by the next run)")
-    ap.add_argument("--json", metavar="FILE", dest="json_path", help="also write the rows as JSON to FILE")
+    ap.add_argument("--json", metavar="FILE", dest="json_path", nargs="?", const="-",
+                    help="print the rows as JSON on stdout (the table then goes to stderr), or with FILE also "
+                         "write them to FILE")
     ap.add_argument("--locomo", action="store_true",
                     help="run the LoCoMo retrieval benchmark instead (see python -m cortex.bench.locomo --help)")
+    ap.add_argument("--devchats", action="store_true",
+                    help="run the developer-chat memory benchmark instead (see python -m cortex.bench.devchats --help)")
     ap.add_argument("--data", help="LoCoMo: path of locomo10.json (default $CORTEX_LOCOMO or "
                                    "<repo>/../shared/bench-data/locomo/locomo10.json)")
+    ap.add_argument("--quality", action="store_true",
+                    help="run the block-quality benchmark on the labeled fixture sessions instead, beside the "
+                         "previous release (see python -m cortex.bench.quality --help)")
 
 
 def run_args(args) -> int:
+    if getattr(args, "devchats", False):
+        from cortex.bench.devchats import evaluate
+        return evaluate.main([])
+    if getattr(args, "quality", False):
+        from cortex.bench import quality
+        return quality.main(["--json", args.json_path] if getattr(args, "json_path", None) else [])
     if getattr(args, "locomo", False):
         from cortex.bench import locomo
         return locomo.main(["--data", args.data] if getattr(args, "data", None) else [])
@@ -903,6 +922,7 @@ def run_args(args) -> int:
         sys.stderr.write("cortex bench: unknown case group %s; use %s\n" % (", ".join(bad), ", ".join(CASE_GROUPS)))
         return 2
     run_bench(tuple(int(s) for s in args.sizes.split(",") if s.strip()), args.runs,
+              out=sys.stderr if args.json_path == "-" else sys.stdout,
               reindex_runs=args.reindex_runs, throughput_runs=args.throughput_runs, copies=args.copies,
               pending=args.pending, transcript_mb=args.transcript_mb, cases=cases, keep=args.keep,
               json_path=args.json_path, warmup=args.warmup)

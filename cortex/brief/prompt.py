@@ -124,13 +124,16 @@ def _clip(text: str, n: int) -> str:
 
 
 def passage_line(row: dict) -> str:
-    from cortex.brief.render import safe_text
+    """One line for a passage, through the block's neutraliser (one line, no control character, no `<`
+    that could open a tag)."""
+    from cortex.brief import neutral
     said = []
     for t in row["turns_text"]:
         prose = "\n".join(ln for ln in t["text"].split("\n") if not ln.startswith("- ")) or t["text"]
         said.append("%s: %s" % ("you" if t["role"] == "user" else "assistant",
-                                safe_text(_clip(prose, PASSAGE_CHARS[t["role"]]))))
-    return "- [said %s, session %s] %s" % ((row.get("at") or "")[:10] or "?", str(row["session"])[:8], " / ".join(said))
+                                _clip(neutral.fold(prose), PASSAGE_CHARS[t["role"]])))
+    return neutral.line("- [said %s, session %s] %s" % ((row.get("at") or "")[:10] or "?", str(row["session"])[:8],
+                                                        " / ".join(said)))
 
 
 def _passage_cost(row: dict) -> int:

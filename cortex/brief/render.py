@@ -1,6 +1,14 @@
-"""The session-start block: chosen records, grouped, capped in count, tokens and characters."""
+"""The session-start block: chosen records, grouped, capped in count, tokens and characters.
+
+A line is never shown twice: a record whose text is the same as a kept one's after normalising (case,
+punctuation, spacing; or 90% of the same words and the same numbers for longer texts), in any section, is folded into it
+("×3") and costs nothing, so the budget goes to other lines.  The block ends with how many records the
+caps left out.
+"""
 import re
 import time
+
+from cortex.brief import neutral
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -18,9 +26,12 @@ HEADER = ('<cortex-memory project="{project}">\n'
 FOOTER = ("To keep something for future sessions, write it on its own line as "
           "[MEMORY: decision|rejected|learned|gotcha|plan|preference|todo] <one sentence>.\n</cortex-memory>")
 HEADER_TOKENS, FOOTER_TOKENS, SECTION_TOKENS = 60, 48, 8  # measured 53-54 / 44 with cl100k_base
+LEFT_TOKENS = 20  # the "N more left out" line (measured 14-17)
+LEFT_LINE = "({n} more record{s} left out for space; `cortex why` lists them.)"
+CAP_REASONS = ("count cap", "token cap", "character cap", "older decision (past memory.decisions_max)")
+FOLD_DICE = 0.9
+_WORD_RE = re.compile(r"\w+")
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
-_NEUTRALISE = re.compile(r"</?\s*cortex-(?:memory|recall)[^>]*>|</?\s*(?:system|system-reminder|assistant|user|"
-                         r"tool_result|tool_use|function_results|function_calls|instructions?)\b[^>]*>", re.I)
 
 
 def age(ts_epoch: float, now: float) -> str:
@@ -36,14 +47,11 @@ def age(ts_epoch: float, now: float) -> str:
     return "%dmo" % (s // (86400 * 30))
 
 
-def safe_text(text: str) -> str:
-    """Memory text is data: it may not close the block or pose as a system, user or tool message, so
-    no angle bracket of it reaches the block (‹ › instead), and it stays on its own line."""
-    text = text.replace("<", "‹").replace(">", "›")
-    return re.sub(r"\s*\n\s*", " ", text).strip()
-
-
 def line_for(rec: dict, now: float) -> str:
+    """One record line.  The whole line, with every piece of text in it (record text, plan items, the
+    branch and files notes), goes through `neutral.line` once: it stays one line and holds no control
+    character and no `<` that could start a tag.  Pieces are folded first so the short cut measures
+    the text as shown."""
     times = rec.get("times") or [0]
     conf = rec["_parts"]["confidence"] if rec.get("_parts") else float(rec.get("confidence", 0))
     meta = "%s, %s, %.2f" % (rec["type"], age(max(times), now), conf)
@@ -53,18 +61,37 @@ def line_for(rec: dict, now: float) -> str:
         meta += ", " + rec["branch_note"]
     if rec["type"] == "plan" and rec.get("plan"):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), safe_text(i.get("text", "")))
+        body = "Plan: " + "; ".join("%s %s" % (marks.get(i.get("status"), "[ ]"), neutral.fold(i.get("text", "")))
                                     for i in rec["plan"])
     elif rec["type"] == "progress":
-        body = "Last session: " + safe_text(rec["text"])
+        body = "Last session: " + neutral.fold(rec["text"])
     else:
-        body = safe_text(rec["text"])
+        body = neutral.fold(rec["text"])
     if rec.get("_short") and len(body) > SHORT_CHARS:
         cut = body.rfind(" ", 0, SHORT_CHARS)
         body = body[: cut if cut > SHORT_CHARS // 2 else SHORT_CHARS].rstrip(",;: ") + "…"
     if rec.get("files_note"):
         body += " (%s)" % rec["files_note"]
-    return "- [%s] %s" % (meta, body)
+    if rec.get("_folded"):
+        body += " (×%d)" % (rec["_folded"] + 1)
+    return neutral.line("- [%s] %s" % (meta, body))
+
+
+def fold_key(rec: dict):
+    """(normalised text, its word set) of a record, for folding near-identical lines."""
+    text = rec.get("text") or ""
+    if rec["type"] == "plan" and rec.get("plan"):
+        text = " ".join("%s %s" % (i.get("status"), i.get("text", "")) for i in rec["plan"])
+    words = _WORD_RE.findall(text.lower())
+    return " ".join(words), frozenset(words)
+
+
+def same_line(a, b) -> bool:
+    if a[0] == b[0]:
+        return bool(a[0])
+    if len(a[1]) < 8 or len(b[1]) < 8 or {w for w in a[1] if w.isdigit()} != {w for w in b[1] if w.isdigit()}:
+        return False  # short texts, or different numbers ("part 3" / "part 4"): different facts
+    return 2.0 * len(a[1] & b[1]) / (len(a[1]) + len(b[1])) >= FOLD_DICE
 
 
 def select(ordered: list, cfg: dict, now: float = None, check=None):
@@ -75,8 +102,9 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
     decisions_full, decisions_max = mem.get("decisions_full", 10), mem.get("decisions_max", 25)
     n_decisions = 0
     kept, left = [], []
-    tokens = HEADER_TOKENS + FOOTER_TOKENS
+    tokens = HEADER_TOKENS + FOOTER_TOKENS + LEFT_TOKENS
     seen_plan = seen_progress = False
+    keys = []  # (fold key, index in kept)
     sections_used = set()
     for rec in ordered:
         pinned = bool(rec.get("pinned"))
@@ -110,6 +138,12 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
             if why:
                 left.append((rec, why))
                 continue
+        fk = fold_key(rec)
+        same = next((i for k, i in keys if same_line(k, fk)), None)
+        if same is not None and not pinned:
+            kept[same] = dict(kept[same], _folded=kept[same].get("_folded", 0) + 1)
+            left.append((rec, "same as a line shown"))
+            continue
         sec = "resume" if rec.get("_resume") else SECTION_OF.get(rec["type"], "knowledge")
         cost = int(rec.get("tokens") or 0) + (0 if sec in sections_used else SECTION_TOKENS)
         # pinned records come first in `ordered`, so the caps reach them last
@@ -123,25 +157,32 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
         sections_used.add(sec)
         if rec["type"] == "decision":
             n_decisions += 1
+        keys.append((fk, len(kept)))
         kept.append(rec)
     return kept, left
 
 
-def render(kept: list, project: str, cfg: dict, now: float = None):
-    """The block text, cut to max_chars by dropping the lowest-ranked lines.  Returns (text, dropped)."""
+def render(kept: list, project: str, cfg: dict, now: float = None, left=()):
+    """The block text, cut to max_chars by dropping the lowest-ranked lines.  Returns (text, dropped).
+    `left` (the (record, reason) pairs select left out) gives the count of what the caps left out."""
     now = time.time() if now is None else now
     max_chars = cfg["session_start"]["max_chars"]
     lines = [(rec, line_for(rec, now)) for rec in kept]
     dropped = []
+    capped = [why for _, why in left if why in CAP_REASONS]
     while lines:
-        text = _assemble(lines, project)
+        text = _assemble(lines, project, len(capped) + len(dropped))
         if len(text) <= max_chars:
             return text, dropped
         dropped.append(lines.pop()[0])  # kept is best first: drop from the end
     return "", dropped
 
 
-def _assemble(lines, project):
+def left_line(n: int) -> str:
+    return LEFT_LINE.format(n=n, s="" if n == 1 else "s") if n else ""
+
+
+def _assemble(lines, project, n_left=0):
     groups = {key: [] for key, _ in SECTIONS}
     for rec, line in lines:
         if rec.get("pinned"):
@@ -151,10 +192,12 @@ def _assemble(lines, project):
         else:
             sec = SECTION_OF.get(rec["type"], "knowledge")
         groups[sec].append(line)
-    out = [HEADER.format(project=safe_text(project).replace('"', ""))]
+    out = [HEADER.format(project=neutral.attribute(project))]
     for key, title in SECTIONS:
         if groups[key]:
             out.append("\n## %s" % title)
             out.extend(groups[key])
+    if n_left:
+        out.append("\n" + left_line(n_left))
     out.append("\n" + FOOTER)
     return "\n".join(out)

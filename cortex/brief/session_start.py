@@ -65,10 +65,11 @@ def build(home: Home, cwd: str, session_id: str = None, source: str = None, now:
     project, domain, recs = gather(home, cwd, cfg, session_id, source)
     ordered = rank.order(recs, now, cfg, boost_session=session_id if source == "compact" else None)
     branch = reality.current_branch(cwd)
-    kept, left = render.select(ordered, cfg, now, check=lambda rec: reality.check(rec, branch))
+    budget = {"stats": 0}
+    kept, left = render.select(ordered, cfg, now, check=lambda rec: reality.check(rec, branch, budget))
     if not kept:
         return "", {"project": project, "domain": domain, "kept": [], "left": left}
-    text, dropped = render.render(kept, project["id"], cfg, now)
+    text, dropped = render.render(kept, project["id"], cfg, now, left)
     left += [(r, "character cap") for r in dropped]
     kept = [r for r in kept if r not in dropped]
     return text, {"project": project, "domain": domain, "kept": kept, "left": left}

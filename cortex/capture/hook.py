@@ -211,8 +211,21 @@ def _log_failure(home: Home, kind: str, exc: BaseException):
         pass
 
 
+HOOK_USAGE = """usage: cortex-%s [--client claude-code|codex|gemini]
+
+%s hook: reads the client's hook JSON on stdin, drops one event into the Cortex inbox
+($CORTEX_HOME/inbox/pending/, default ~/.cortex) for cortex-normalize, prints nothing and exits 0
+whatever happens (a client never calls a hook with --help: this text queues nothing).
+"""
+
+
 def capture(kind: str, argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        name = kind.replace("_", "-")
+        sys.stdout.write(HOOK_USAGE % (name, {"stop": "Stop / SessionEnd / AfterAgent",
+                                               "pre_compact": "PreCompact / PreCompress"}.get(kind, kind)))
+        return 0
     client = None
     if "--client" in argv:
         i = argv.index("--client")

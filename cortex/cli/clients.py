@@ -1,6 +1,8 @@
 """`cortex install`, `cortex uninstall`, `cortex schedule`: argument parsing and the printed reports
 around cortex.install.hooks and cortex.install.schedule."""
-import json
+import sys
+
+from cortex.cli.output import print_json
 
 from cortex.install import hooks, schedule
 
@@ -30,20 +32,40 @@ def format_install_report(r: dict) -> str:
 
 def _install_cmd(args):
     from cortex.core.log import error_line
+    if getattr(args, "mcp", False) and args.client == "claude-code" and args.user:
+        from cortex.install import mcp
+        try:  # refuse before the hooks change, not halfway
+            mcp.apply(args.client, args.command, user=True, dry_run=True)
+        except hooks.InstallError as e:
+            error_line(str(e))
+            return 1
     try:
         report = hooks.apply(args.client, args.command, project=args.project, user=args.user, dry_run=args.dry_run)
     except hooks.InstallError as e:
         if args.json:
-            print(json.dumps({"client": args.client, "action": args.command, "error": str(e)}))
+            print_json({"client": args.client, "action": args.command, "error": str(e)})
         error_line(str(e))
         return 1
+    mcp_report = None
+    if getattr(args, "mcp", False):
+        from cortex.install import mcp
+        try:
+            mcp_report = mcp.apply(args.client, args.command, project=args.project, user=args.user,
+                                   dry_run=args.dry_run)
+        except hooks.InstallError as e:
+            error_line(str(e))
+            return 1
     if args.json:
         out = dict(report)
         if not args.dry_run:
             out.pop("settings", None)
-        print(json.dumps(out, indent=1, ensure_ascii=False))
+        if mcp_report is not None:
+            out["mcp"] = mcp_report
+        print_json(out)
     else:
         print(format_install_report(report))
+        if mcp_report is not None:
+            print(format_install_report(dict(mcp_report, client=mcp_report["client"] + " (MCP server)")))
     return 0
 
 
@@ -54,6 +76,8 @@ def _add_target_args(p):
                        help="the project's settings (default for claude-code and gemini: the current directory)")
     where.add_argument("--user", action="store_true",
                        help="the user's settings in the home directory (default for codex: $CODEX_HOME/hooks.json)")
+    p.add_argument("--mcp", action="store_true",
+                   help="also register (or remove) `cortex mcp`, the MCP server (docs/clients.md)")
     p.add_argument("--dry-run", action="store_true", help="show what would change, write nothing")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -120,7 +144,7 @@ def _schedule_cmd(args):
     else:
         r = schedule.remove(dry_run=args.dry_run, activate=activate)
     if args.json:
-        print(json.dumps(r, indent=1))
+        print_json(r)
     else:
         print(format_schedule_report(r))
     # the files are written but the scheduler refused them: the schedule is not running
@@ -132,7 +156,8 @@ def _add_schedule_commands(sub):
                        description="Install or remove the units that run cortex-normalize when events arrive "
                                    "and every %d minutes." % schedule.TIMER_MINUTES)
     ss = p.add_subparsers(dest="schedule_action", metavar="ACTION")
-    ss.required = True
+    # no action: the help on stderr and exit 2, as `cortex inbox` does
+    p.set_defaults(func=lambda args, _p=p: _p.print_help(sys.stderr) or 2)
     for name, helptext in (("install", "write the units (or launchd agent) and activate them"),
                            ("remove", "deactivate and delete exactly what install wrote")):
         q = ss.add_parser(name, help=helptext)

@@ -4,12 +4,15 @@ inbox (retry, show, list), export, import.
 `cortex.cli.main` calls `add_commands(sub)` with its subparsers.  Each command is a thin function: parse,
 call the library (cortex.ops.manage, cortex.ops.recall, cortex.brief.why, cortex.ops.doctor), print.  `--json` prints
 the library's result (formats in docs/commands.md).  A problem a person can fix is one line on stderr
-and exit status 1; colour only on a terminal and never when NO_COLOR is set.
+and exit status 1; colour only on a terminal and never when NO_COLOR is set.  Text from records, transcripts
+and events goes through `printable` (cortex.brief.neutral) before it is written: no escape sequence or other
+control character of it reaches the terminal (JSON output is escaped by json.dumps).
 """
 import json
 import os
 import sys
 
+from cortex.brief.neutral import printable
 from cortex.core.home import Home
 from cortex.core.errors import CortexError
 
@@ -53,7 +56,7 @@ def table(headers, rows, stream=None, right=()) -> None:
     """Aligned columns, two spaces apart; the last column is cut to the terminal width on a terminal.
     A cell is a string or (string, style)."""
     stream = stream or sys.stdout
-    rows = [[c if isinstance(c, tuple) else (str(c), None) for c in r] for r in rows]
+    rows = [[(printable(c[0]), c[1]) if isinstance(c, tuple) else (printable(str(c)), None) for c in r] for r in rows]
     n = len(headers)
     w = [max([len(headers[i])] + [len(r[i][0]) for r in rows]) for i in range(n)]
     width = _width(stream)
@@ -79,23 +82,15 @@ def table(headers, rows, stream=None, right=()) -> None:
 
 
 def out_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1, sort_keys=True) + "\n")
+    from cortex.cli.output import print_json
+    print_json(obj)
 
 
-def progress(label: str):
-    """A progress callback that rewrites one stderr line, or None when stderr is not a terminal."""
-    try:
-        if not sys.stderr.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-
-    def cb(i, n):
-        sys.stderr.write("\r%s %d/%d" % (label, i, n))
-        if i >= n:
-            sys.stderr.write("\r%s\r" % (" " * (len(label) + 2 * len(str(n)) + 2)))
-        sys.stderr.flush()
-    return cb
+def progress(label: str, quiet: bool = False):
+    """A progress callback that rewrites one stderr line after the first second, or None when stderr is
+    not a terminal (cortex.cli.progress)."""
+    from cortex.cli.progress import progress as make
+    return make(label, quiet=quiet)
 
 
 def _home(create=False) -> Home:
@@ -122,7 +117,7 @@ def _scope_label(rec, project=None, domain=None) -> str:
 
 
 def _one_line(text: str, n: int = 100) -> str:
-    return _cut(" ".join((text or "").split()), n)
+    return _cut(printable(" ".join((text or "").split())), n)
 
 
 def _confirm(question: str) -> bool:
@@ -153,8 +148,8 @@ def command(fn):
             error_line(str(e), e.hint)
             return e.code
         except ConfigError as e:
-            error_line(str(e), "see docs/configuration.md")
-            return 1
+            error_line(str(e), "fix config.yaml (see docs/configuration.md)")
+            return 2
         except BrokenPipeError:
             try:
                 devnull = os.open(os.devnull, os.O_WRONLY)
@@ -200,6 +195,8 @@ def cmd_recall(args):
                          _scope_label(h, res["project"], res["domain"]), h["snippet"]])
             continue
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
+        if h.get("superseded_by"):
+            status = " (superseded by %s)" % ", ".join(h["superseded_by"])
         rows.append([(h["id"], "cyan"), "record", h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
     table(["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(3, 4))
@@ -278,56 +275,61 @@ def cmd_show(args):
         out_json(rec)
         return 0
     now = time.time()
-    w = sys.stdout.write
+    out = sys.stdout.write
     if rec.get("kind") == "episode":
-        label = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
-        w("%s%s\n" % (label("passage"), paint(rec["id"], "cyan")))
-        w("%s%s (%s)\n" % (label("session"), rec["session"], rec.get("client") or "-"))
-        w("%s%s\n" % (label("project"), rec.get("project") or "-"))
-        w("%sturns %d-%d of %d\n" % (label("turns"), rec["turns"][0], rec["turns"][1], rec.get("of") or 0))
-        w("%s%s\n" % (label("at"), _when(rec.get("at"), now)))
-        w("%s%s\n" % (label("file"), rec["path"]))
+        head = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
+        out("%s%s\n" % (head("passage"), paint(printable(rec["id"]), "cyan")))
+        out("%s%s (%s)\n" % (head("session"), printable(rec["session"]), printable(rec.get("client") or "-")))
+        out("%s%s\n" % (head("project"), printable(rec.get("project") or "-")))
+        out("%sturns %d-%d of %d\n" % (head("turns"), rec["turns"][0], rec["turns"][1], rec.get("of") or 0))
+        out("%s%s\n" % (head("at"), printable(_when(rec.get("at"), now))))
+        out("%s%s\n" % (head("file"), printable(rec["path"])))
         for t in rec["text_turns"]:
-            w("\n%s\n" % paint("turn %d — %s — %s" % (t["n"], t["role"], t["at"] or "-"), "bold"))
+            out("\n%s\n" % paint("turn %d — %s — %s" % (t["n"], t["role"], printable(t["at"] or "-")), "bold"))
             for line in t["text"].splitlines() or [""]:
-                w("  %s\n" % line)
+                out("  %s\n" % printable(line))
         return 0
     label = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
-    w("%s%s\n" % (label("id"), paint(rec["id"], "cyan")))
-    w("%s%s, %s%s\n" % (label("type"), rec["type"], rec.get("status"), ", pinned" if rec.get("pinned") else ""))
+
+    def w(head, text):  # the record's text: printable, then the colour codes of the heading
+        out(head + printable(text) + "\n")
+
+    w(label("id"), rec["id"])
+    w(label("type"), "%s, %s%s" % (rec["type"], rec.get("status"), ", pinned" if rec.get("pinned") else ""))
     learned_in = rec.get("project") if rec.get("project") and rec.get("project") != rec["scope_id"] else None
-    w("%s%s %s%s\n" % (label("scope"), rec["scope"], rec["scope_id"], "  (learned in %s)" % learned_in if learned_in else ""))
-    w("%sconfidence %.2f, salience %.2f, priority %d, %d tokens\n" % (
-        label("weights"), float(rec.get("confidence", 0)), float(rec.get("salience", 0)), int(rec.get("priority") or 0),
+    w(label("scope"), "%s %s%s" % (rec["scope"], rec["scope_id"], "  (learned in %s)" % learned_in if learned_in else ""))
+    w(label("weights"), "confidence %.2f, salience %.2f, priority %d, %d tokens" % (
+        float(rec.get("confidence", 0)), float(rec.get("salience", 0)), int(rec.get("priority") or 0),
         int(rec.get("tokens") or 0)))
-    w("%s%s\n" % (label("created"), _when(rec.get("created"), now)))
-    w("%s%s\n" % (label("updated"), _when(rec.get("updated"), now)))
+    w(label("created"), _when(rec.get("created"), now))
+    w(label("updated"), _when(rec.get("updated"), now))
     if rec.get("branch"):
-        w("%s%s\n" % (label("branch"), rec["branch"]))
+        w(label("branch"), rec["branch"])
     if rec.get("files"):
-        w("%s%s\n" % (label("files"), ", ".join(rec["files"])))
+        w(label("files"), ", ".join(rec["files"]))
     if rec.get("redactions"):
-        w("%s%d secret(s) redacted\n" % (label("redactions"), rec["redactions"]))
-    w("%s%s\n" % (label("file"), rec["path"]))
+        w(label("redactions"), "%d secret(s) redacted" % rec["redactions"])
+    w(label("file"), rec["path"])
     if rec.get("plan"):
         marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-        w("\n%s\n" % paint("plan", "bold"))
+        out("\n%s\n" % paint("plan", "bold"))
         for item in rec["plan"]:
-            w("  %s %s\n" % (marks.get(item.get("status"), "[ ]"), item.get("text", "")))
-    w("\n%s\n" % paint("text", "bold"))
+            w("  ", "%s %s" % (marks.get(item.get("status"), "[ ]"), item.get("text", "")))
+    out("\n%s\n" % paint("text", "bold"))
     for line in (rec.get("text") or "").splitlines() or [""]:
-        w("  %s\n" % line)
+        w("  ", line)
     provs = rec.get("provenance") or []
-    w("\n%s\n" % paint("provenance (%d)" % len(provs), "bold"))
+    out("\n%s\n" % paint("provenance (%d)" % len(provs), "bold"))
     for p in provs:
-        w("  %s  %s  session %s  %s  %s layer\n" % (p.get("at"), p.get("client"), p.get("session") or "-",
-                                                   p.get("ref") or "-", p.get("layer")))
+        w("  ", "%s  %s  session %s  %s  %s layer" % (p.get("at"), p.get("client"), p.get("session") or "-",
+                                                     p.get("ref") or "-", p.get("layer")))
         if p.get("transcript"):
-            w("    %s\n" % paint(p["transcript"], "dim"))
+            out("    %s\n" % paint(printable(p["transcript"]), "dim"))
     seen = rec.get("seen") or []
     used = rec.get("used") or []
-    w("\n%s %s\n" % (paint("seen (%d)" % len(seen), "bold"), ", ".join(seen) or "-"))
-    w("%s %s\n" % (paint("used (%d)" % len(used), "bold"), ", ".join(used) or "never"))
+    out("\n")
+    w(paint("seen (%d)" % len(seen), "bold") + " ", ", ".join(seen) or "-")
+    w(paint("used (%d)" % len(used), "bold") + " ", ", ".join(used) or "never")
     return 0
 
 
@@ -417,8 +419,10 @@ def _destroy(args, targets, how, what, also=None):
                 _list_targets(preview)
             raise CortexError("%d record%s match%s and nothing was changed" % (
                 len(targets), "" if len(targets) == 1 else "s", "es" if len(targets) == 1 else ""),
-                "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
-                                                                   "it" if len(targets) == 1 else "them all"))
+                ("pass --yes to delete every record of the project (--dry-run lists them)" if what == "reset" else
+                 "pass --yes to %s %s, or name one record by id" % ("delete" if hard else "archive",
+                                                                   "it" if len(targets) == 1 else "them all")),
+                code=1)
     res = forget(_home(), targets, hard=hard, dry_run=args.dry_run)
     extra = also() if also else {}
     if args.json:
@@ -491,12 +495,13 @@ def cmd_why(args):
         return 0
     w = sys.stdout.write
     lim = info["limits"]
-    w("%s %s  (root %s, domain %s)\n" % (paint("project", "bold"), info["project"], info["project_root"], info["domain"]))
+    w("%s %s\n" % (paint("project", "bold"), printable("%s  (root %s, domain %s)" % (
+        info["project"], info["project_root"], info["domain"]))))
     if info["block"]:
         w("%s %d records, %d chars, %d tokens (limits %d records, %d tokens, %d chars)\n\n" % (
             paint("block", "bold"), len(info["kept"]), info["chars"], info["tokens"], lim["max_records"],
             lim["max_tokens"], lim["max_chars"]))
-        w(info["block"] + "\n\n")
+        w(printable(info["block"], newlines=True) + "\n\n")
         wt = info["weights"]
         w(paint("In the block, best first: score = TYPE_W + %g*ACTIV + %g*RECENCY + %g*CONF + 0.1*priority"
                 % (wt["activation_weight"], wt["recency_weight"], wt["confidence_weight"]), "bold") + "\n")
@@ -533,11 +538,11 @@ def cmd_doctor(args):
     namew = max(len(c["name"]) for c in info["checks"])
     for c in info["checks"]:
         mark = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[c["status"]]
-        print("%s  %s  %s" % (paint(mark, style[c["status"]]), c["name"].ljust(namew), c["summary"]))
+        print("%s  %s  %s" % (paint(mark, style[c["status"]]), c["name"].ljust(namew), printable(c["summary"])))
         pad = " " * (namew + 8)
         if c["status"] != "ok":
             for d in c["details"]:
-                print(pad + d)
+                print(pad + printable(d))
             if c["fix"]:
                 print(pad + paint("fix: " + c["fix"], "cyan"))
     f, wn = info["failures"], info["warnings"]
@@ -551,9 +556,10 @@ def cmd_doctor(args):
 
 # -- inbox ---------------------------------------------------------------------------------------
 
-@command
 def cmd_inbox(args):
-    raise CortexError("say what to do with the inbox: retry, show or list", "see `cortex inbox --help`")
+    """`cortex inbox` with no action: its help on stderr, exit 2 (a usage error, like every command)."""
+    args.usage_parser.print_help(sys.stderr)
+    return 2
 
 
 @command
@@ -584,15 +590,15 @@ def cmd_inbox_show(args):
         out_json(info)
         return 0
     w = sys.stdout.write
-    w("%s %s\n%s %s\n%s %s (%d bytes)\n" % (paint("event", "bold"), info["name"], paint("state", "bold"), info["state"],
-                                             paint("path ", "bold"), info["path"], info["size"]))
+    w("%s %s\n%s %s\n%s %s (%d bytes)\n" % (paint("event", "bold"), printable(info["name"]), paint("state", "bold"),
+                                             info["state"], paint("path ", "bold"), printable(info["path"]), info["size"]))
     if info["reason"]:
-        w("%s %s\n" % (paint("reason", "red+bold"), info["reason"].replace("\n", "\n       ")))
+        w("%s %s\n" % (paint("reason", "red+bold"), printable(info["reason"], newlines=True).replace("\n", "\n       ")))
     w("\n")
     if info["event"] is not None:
-        w(json.dumps(info["event"], indent=2, ensure_ascii=False) + "\n")
+        w(printable(json.dumps(info["event"], indent=2, ensure_ascii=False), newlines=True) + "\n")
     else:
-        w(paint("(not JSON; the file as it is:)", "dim") + "\n" + info["raw"] + "\n")
+        w(paint("(not JSON; the file as it is:)", "dim") + "\n" + printable(info["raw"], newlines=True) + "\n")
     return 0
 
 
@@ -748,7 +754,9 @@ def add_commands(sub) -> None:
                        description="Write a record now (secrets are redacted; the same text twice is one record). "
                                    "Default type: learned. Default scope: the project (preferences: its domain).")
     p.add_argument("text", nargs="+", metavar="TEXT")
-    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned)" % ", ".join(TYPES))
+    p.add_argument("--type", default="learned", metavar="T", help="one of %s (default learned); also architecture, convention, pattern, constraint, "
+                        "requirement (stored as decision), context, insight, note (learned), bug (gotcha): "
+                        "see docs/records.md" % ", ".join(TYPES))
     g = p.add_mutually_exclusive_group()
     g.add_argument("--project", action="store_true", help="keep it in this project (L0; the default but for preferences)")
     g.add_argument("--domain", action="store_true", help="share it with every project of this project's domain (L1)")
@@ -826,7 +834,7 @@ def add_commands(sub) -> None:
     q.add_argument("--state", choices=["tmp", "pending", "claimed", "done", "failed"])
     _json_flag(q)
     q.set_defaults(func=cmd_inbox_list)
-    p.set_defaults(func=cmd_inbox)
+    p.set_defaults(func=cmd_inbox, usage_parser=p)
 
     p = sub.add_parser("export", help="write records as JSON Lines (stdout, or -o FILE)")
     p.add_argument("--scope", choices=["project", "domain", "all"], default="all",

@@ -12,13 +12,32 @@ import tempfile
 
 from cortex.core.bundled import DEMO_SESSIONS, fixtures_dir, main_transcript  # noqa: F401
 
+
 def run_demo(keep: bool = False, home_dir: str = None, out=None) -> int:
+    """The demo in a temporary folder, removed at the end unless --keep (with --home, the home stays and
+    only the temporary copies of the transcripts go)."""
+    from cortex.core.errors import CortexError
+    from cortex.core.home import home_problem
+    out = out or sys.stdout
+    if home_dir:
+        problem = home_problem(os.path.abspath(os.path.expanduser(home_dir)))
+        if problem:
+            raise CortexError(problem[0].replace("the Cortex home", "the demo home"),
+                              "give --home a folder (it is created if missing), or leave it out for a temporary one",
+                              code=2)
+    base = tempfile.mkdtemp(prefix="cortex-demo-")
+    try:
+        return _demo(base, home_dir, keep, out)
+    finally:
+        if not (keep and not home_dir):  # --keep without --home keeps the whole temporary folder
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _demo(base, home_dir, keep, out) -> int:
     from cortex.ingest import adapters, run as normalize
     from cortex.capture import hook as capture
     from cortex.brief import session_start
     from cortex.core.home import Home
-    out = out or sys.stdout
-    base = tempfile.mkdtemp(prefix="cortex-demo-")
     home = Home(home_dir or os.path.join(base, "home")).ensure()
     os.environ["CORTEX_HOME"] = home.root  # so every part of the loop agrees on the home
     src_root = fixtures_dir()
@@ -59,8 +78,4 @@ def run_demo(keep: bool = False, home_dir: str = None, out=None) -> int:
         out.write((text or "(no records for this project)") + "\n")
     if keep or home_dir:
         out.write("\nThe demo home is kept at %s (try: CORTEX_HOME=%s cortex status)\n" % (home.root, home.root))
-        if not home_dir:
-            return 0
-    else:
-        shutil.rmtree(base, ignore_errors=True)
     return 0

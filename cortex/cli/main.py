@@ -1,16 +1,22 @@
 """`cortex`: the umbrella command.  Each subcommand is a thin wrapper over a library call."""
 import argparse
-import json
 import os
 import sys
 
 from cortex import __version__
+from cortex.cli.output import print_json
+from cortex.core.errors import CortexError
 from cortex.core.home import Home
 
 
 def cmd_demo(args):
     from cortex.cli.demo import run_demo
-    return run_demo(keep=args.keep, home_dir=args.home)
+    from cortex.core.log import error_line
+    try:
+        return run_demo(keep=args.keep, home_dir=args.home)
+    except CortexError as e:
+        error_line(str(e), e.hint)
+        return e.code
 
 
 def cmd_normalize(args):
@@ -29,9 +35,12 @@ def cmd_reindex(args):
     from cortex.core.log import get_logger
     home = Home().ensure()
     cfg = config.load(home, fast=False)
-    res = reindex(home, cfg, log=get_logger(home, component="reindex"))
+    from cortex.cli.progress import progress
+    res = reindex(home, cfg, log=get_logger(home, component="reindex"),
+                  progress=progress("reindexing: record", quiet=args.json or args.quiet))
     if args.json:
-        print(json.dumps({"records": res["records"], "passages": res.get("passages", 0), "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]}))
+        print_json({"records": res["records"], "passages": res.get("passages", 0),
+                    "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]})
     else:
         print("reindexed %d records and %d episode passages into %s" % (res["records"], res.get("passages", 0),
                                                                          home.index_db))
@@ -45,7 +54,7 @@ def cmd_status(args):
     from cortex.ops.status import status
     info = status(Home())
     if args.json:
-        print(json.dumps(info, indent=1, sort_keys=True))
+        print_json(info)
     else:
         from cortex.ops.status import format_status
         print(format_status(info))
@@ -79,7 +88,7 @@ def cmd_consolidate(args):
     if not args.dry_run:
         _reindex_changed(home, store, cfg)
     if args.json:
-        print(json.dumps([{"keep": k, "merged": o} for k, o in merges]))
+        print_json([{"keep": k, "merged": o} for k, o in merges])
     else:
         for keep, others in merges:
             print("%s %s <- %s" % ("would merge" if args.dry_run else "merged", keep, ", ".join(others)))
@@ -94,12 +103,17 @@ def cmd_lifecycle(args):
     if not args.dry_run:
         _reindex_changed(home, store, cfg)
     if args.json:
-        print(json.dumps([{"id": i, "action": a, "reason": r} for i, a, r in actions]))
+        print_json([{"id": i, "action": a, "reason": r} for i, a, r in actions])
     else:
         for rid, action, why in actions:
             print("%-8s %s  %s" % (("would " if args.dry_run else "") + action, rid, why))
         print("%d change(s)%s" % (len(actions), " (dry run: nothing changed)" if args.dry_run else ""))
     return 0
+
+
+def cmd_mcp(args):
+    from cortex.cli.mcp_server import main as mcp_main
+    return mcp_main()
 
 
 def cmd_bench(args):
@@ -111,6 +125,24 @@ def cmd_bench(args):
 # for these, main() builds the parser without importing cortex.bench, cortex.install.hooks, cortex.install.schedule
 # (start-up time of `cortex recall`).  The arguments parse the same either way.
 LIGHT_COMMANDS = frozenset({"recall", "remember", "show", "why", "forget"})
+
+
+# Commands that do not use the Cortex home of CORTEX_HOME (the demo makes its own; bench uses temporary ones).
+HOMELESS_COMMANDS = frozenset({"demo", "bench"})
+
+
+def _parser_of(ap, args):
+    """The (sub)parser that parsed `args`: the deepest subcommand named in them."""
+    parser = ap
+    for dest in ("command", "inbox_command", "schedule_action"):
+        name = getattr(args, dest, None)
+        if not name:
+            continue
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                parser = action.choices[name]
+                break
+    return parser
 
 
 def build_parser(command: str = None):
@@ -135,7 +167,8 @@ def build_parser(command: str = None):
     p.set_defaults(func=cmd_session_start)
 
     p = sub.add_parser("reindex", help="rebuild the index from the record files alone")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (see docs/commands.md)")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_reindex)
 
     p = sub.add_parser("status", help="inbox counts, last normalize run, records per scope")
@@ -151,6 +184,11 @@ def build_parser(command: str = None):
     p.add_argument("--dry-run", action="store_true", help="show what would change without changing anything")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_lifecycle)
+
+    p = sub.add_parser("mcp", help="serve memory as MCP tools over stdio (search, timeline, get, remember, forget)",
+                       description="A stdio MCP server for the client to start (needs pip install "
+                                   "'cortex-memory[mcp]'); see docs/clients.md.")
+    p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser("bench", help="benchmarks: hot paths beside python3 -c pass; --locomo for retrieval")
     if not light:
@@ -177,14 +215,30 @@ def main(argv=None):
     os.umask(0o077)  # everything Cortex creates is the user's alone
     argv = sys.argv[1:] if argv is None else list(argv)
     ap = build_parser(argv[0] if argv else None)
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:  # a bad flag: the subcommand's usage, not the top-level one
+        _parser_of(ap, args).error("unrecognized arguments: %s" % " ".join(extra))
     if not getattr(args, "func", None):
         ap.print_help()
         return 0
+    from cortex.core.home import home_problem, relative_home_note
+    from cortex.core.log import error_line
+    if args.command not in HOMELESS_COMMANDS and args.command != "doctor":  # doctor reports it among its checks
+        problem = home_problem(Home().root)
+        if problem:
+            error_line(*problem)
+            return 2
+        note = relative_home_note()
+        if note:
+            error_line(note)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
+    except CortexError as e:
+        from cortex.core.log import error_line
+        error_line(str(e), e.hint)
+        return e.code
     except BrokenPipeError:  # output piped into head/less that closed early: not an error
         try:
             sys.stdout = open(os.devnull, "w")
@@ -194,15 +248,25 @@ def main(argv=None):
     except Exception as e:
         from cortex.core.config import ConfigError
         from cortex.core.log import error_line, get_logger
-        try:
-            get_logger(Home(), component="cli").exception("command_failed", command=args.command)
-        except Exception:
-            pass
+        logged = False
+        home = Home()
+        if args.command not in HOMELESS_COMMANDS and os.path.isdir(home.root):  # never create a home to log
+            try:
+                get_logger(home, component="cli").exception("command_failed", command=args.command)
+                logged = os.path.isfile(home.log_file)
+            except Exception:
+                pass
         if isinstance(e, ConfigError):
-            error_line(str(e), "see docs/configuration.md")
+            error_line(str(e), "fix config.yaml (see docs/configuration.md)")
+            return 2
+        if isinstance(e, OSError) and getattr(e, "filename", None):
+            error_line("%s failed: %s: %s" % (args.command, e.strerror or type(e).__name__, e.filename),
+                       "check that path (permissions, free space)" + (
+                           "; details are in the log (%s)" % home.log_file if logged else ""))
         else:
             error_line("%s failed: %s: %s" % (args.command, type(e).__name__, e),
-                       "details are in the log (%s)" % Home().log_file)
+                       "details are in the log (%s)" % home.log_file if logged else
+                       "run `cortex doctor` to check the installation")
         return 1
 
 

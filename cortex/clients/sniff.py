@@ -96,11 +96,26 @@ def codex(head: bytes, path: str) -> bool:
                     rb'event_msg|turn_context|compacted)"\s*,\s*"payload"\s*:\s*\{', text) is not None
 
 
+def _gemini_jsonl_header(first_line: bytes) -> bool:
+    """Gemini CLI 0.6x writes its chat as JSON Lines: a header object (sessionId, projectHash,
+    startTime), then message lines and {"$set": ...} patch lines."""
+    try:
+        obj = json.loads(first_line)
+    except (ValueError, RecursionError):
+        return False
+    return (isinstance(obj, dict) and isinstance(obj.get("sessionId"), str) and isinstance(obj.get("projectHash"), str)
+            and "startTime" in obj and "messages" not in obj and "type" not in obj)
+
+
 def gemini(head: bytes, path: str) -> bool:
-    """A Gemini CLI chat document: one JSON object with sessionId, projectHash and messages."""
+    """A Gemini CLI chat: one JSON object with sessionId, projectHash and messages, or the JSON Lines
+    form that opens with a header line."""
     text = head.lstrip(_BOM_AND_SPACE)
     if not text.startswith(b"{"):
         return False
+    nl = text.find(b"\n")
+    if nl != -1 and _gemini_jsonl_header(text[:nl]):
+        return True
     if not (b'"sessionId"' in text and b'"messages"' in text and b'"projectHash"' in text):
         return False
     nl = text.find(b"\n")

@@ -43,6 +43,7 @@ DEFAULTS = {
     "memory": {
         "merge_threshold": 0.9,     # Dice similarity of index terms at which a candidate reinforces a record
         "link_threshold": 0.6,      # at or above this (below merge) the two are linked as related
+        "amend_min_similarity": 0.15,  # a rule that says it amends another on its subject shares at least this
         "half_life_days": {"progress": 3, "summary": 7, "plan": 14, "todo": 14, "fix": 30, "learned": 90,
                            "gotcha": 120},  # confidence halves this often since last seen/used
         "use_slowdown": 0.5,        # half-life x (1 + use_slowdown x ln(1 + uses + links))
@@ -112,7 +113,9 @@ def validate(data: dict, schema_dir: str = None) -> dict:
 
 
 def load(home, fast: bool = True) -> dict:
-    """The merged config.  `fast` reads the normalizer's snapshot when it is current."""
+    """The merged config.  `fast` (the hooks, session start, recall) reads the normalizer's snapshot when it
+    is current, and never fails: a config.yaml that is invalid or unreadable gives the last valid settings
+    (state/config.json) or the defaults, and says so once in the log.  `fast=False` raises ConfigError."""
     yaml_path, json_path = home.config_yaml, home.config_json
     if fast:
         try:
@@ -128,7 +131,107 @@ def load(home, fast: bool = True) -> dict:
             pass
         if not os.path.exists(yaml_path):
             return copy.deepcopy(DEFAULTS)  # nothing to read or validate
+        known = _known_invalid(home)
+        if known is not None:  # already found invalid and unchanged since: no YAML parsing, no second log line
+            return fallback(home, known)[0]
+        try:
+            return validate(read_yaml(yaml_path))
+        except ConfigError as e:
+            return fallback(home, str(e))[0]
     return validate(read_yaml(yaml_path))
+
+
+def load_checked(home):
+    """(config, problem): the validated config.yaml and None, or the fallback settings and what is wrong.
+    The normalizer uses it: memory is never silenced by a bad settings file."""
+    try:
+        cfg = validate(read_yaml(home.config_yaml))
+    except ConfigError as e:
+        return fallback(home, str(e))[0], str(e)
+    try:
+        os.unlink(_invalid_marker(home))
+    except OSError:
+        pass
+    return cfg, None
+
+
+def fallback(home, problem: str):
+    """(settings, where they come from) for a config.yaml that cannot be used: the last valid snapshot
+    the normalizer wrote (state/config.json), else the defaults.  Logged once per version of the file."""
+    cfg, source = None, "the last valid settings (%s)" % home.config_json
+    try:
+        with open(home.config_json, encoding="utf-8") as f:
+            cfg = json.load(f)
+        if not isinstance(cfg, dict):
+            cfg = None
+    except (OSError, ValueError):
+        pass
+    if cfg is None:
+        cfg, source = copy.deepcopy(DEFAULTS), "the default settings"
+    if _known_invalid(home) != problem:
+        _note_invalid(home, problem, source)
+    return cfg, source
+
+
+def fallback_source(home) -> str:
+    """Which settings a broken config.yaml falls back to (for messages)."""
+    return ("the last valid settings (%s)" % home.config_json if os.path.isfile(home.config_json)
+            else "the default settings")
+
+
+def _invalid_marker(home) -> str:
+    return home.path("state", "config_invalid.json")
+
+
+def _yaml_stamp(home):
+    try:
+        st = os.stat(home.config_yaml)
+        return [st.st_mtime_ns, st.st_size]
+    except OSError:
+        return None
+
+
+def _known_invalid(home):
+    """The problem recorded for config.yaml as it is now, or None (never checked, or changed since)."""
+    try:
+        with open(_invalid_marker(home), encoding="utf-8") as f:
+            m = json.load(f)
+        if m.get("stamp") == _yaml_stamp(home):
+            return m.get("problem")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+
+
+def _note_invalid(home, problem: str, source: str) -> None:
+    try:
+        from cortex.core.log import get_logger
+        get_logger(home, component="config").error(
+            "config_invalid", error=problem, using=source,
+            hint="fix config.yaml (docs/configuration.md); `cortex doctor` shows the problem")
+    except Exception:
+        pass
+    try:
+        from cortex.core.fsutil import atomic_write_text
+        os.makedirs(os.path.dirname(_invalid_marker(home)), mode=0o700, exist_ok=True)
+        atomic_write_text(_invalid_marker(home), json.dumps({"stamp": _yaml_stamp(home), "problem": problem,
+                                                             "using": source}))
+    except Exception:
+        pass
+
+
+def snapshot_current(home) -> bool:
+    """state/config.json exists and config.yaml has not changed since (cheap: two stats)."""
+    try:
+        js = os.stat(home.config_json).st_mtime
+    except OSError:
+        return False
+    try:
+        return js >= os.stat(home.config_yaml).st_mtime
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def write_snapshot(home, cfg: dict) -> None:

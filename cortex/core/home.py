@@ -23,9 +23,41 @@ INBOX_STATES = ("tmp", "pending", "claimed", "done", "failed")
 
 
 def home_dir(environ=None) -> str:
+    """The Cortex home, absolute.  A relative CORTEX_HOME is taken relative to the user's home directory,
+    not the working directory: the hooks run in each project's folder, and a home per folder would
+    scatter memory into the projects (`cortex doctor` and `cortex status` say when this happens)."""
     env = os.environ if environ is None else environ
-    raw = env.get("CORTEX_HOME") or DEFAULT_HOME
-    return os.path.abspath(os.path.expanduser(raw))
+    raw = os.path.expanduser(env.get("CORTEX_HOME") or DEFAULT_HOME)
+    if not os.path.isabs(raw):
+        raw = os.path.join(os.path.expanduser("~"), raw)
+    return os.path.abspath(raw)
+
+
+def relative_home_note(environ=None):
+    """A one-line note when CORTEX_HOME is relative (and so resolved against ~), else None."""
+    env = os.environ if environ is None else environ
+    raw = env.get("CORTEX_HOME") or ""
+    if raw and not os.path.isabs(os.path.expanduser(raw)):
+        return ("CORTEX_HOME=%s is a relative path; Cortex uses %s (relative to your home directory, the same "
+                "from every folder); set an absolute path to silence this note" % (raw, home_dir(env)))
+    return None
+
+
+def home_problem(root: str):
+    """(message, hint) when `root` cannot be a Cortex home (a file, or under a file), else None."""
+    path = root
+    while True:
+        if os.path.lexists(path):
+            if not os.path.isdir(path):
+                what = "is a file, not a folder" if path == root else "is under %s, which is a file" % path
+                return ("the Cortex home %s %s" % (root, what),
+                        "point CORTEX_HOME at a folder (it is created if missing), or unset it to use ~/.cortex")
+            break
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return None
 
 
 class Home:

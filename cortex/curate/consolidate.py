@@ -16,9 +16,14 @@ from cortex.model.decay import effective_confidence, elapsed_days, settings
 from cortex.store.index import connect, iso_to_epoch
 
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
+# One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
+# near-identical ones (three sessions that each asked "run the test suite and fix failures") and keeps the
+# newest, since it says where the work stands now.  Compared on their text alone.
+LATEST_WINS = {"progress", "summary"}
 
 SWITCH_PATTERNS = [
-    re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+(?:back\s+)?from\s+"
+    re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+"
+               r"(?:(?P<subject>(?:[^.;:,]|\.(?=\w)){1,60}?)\s+)?(?:back\s+)?from\s+"
                r"(?P<old>(?:[^.;:]|\.(?=\w)){1,60}?)\s+to\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
     re.compile(r"\breplac(?:ed|ing|e)\s+(?P<old>(?:[^.;:]|\.(?=\w)){1,60}?)\s+(?:with|by)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
     re.compile(r"\b(?:no longer|stop(?:ped)?|don't|do not)\s+us(?:e|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)"
@@ -26,6 +31,20 @@ SWITCH_PATTERNS = [
     re.compile(r"\bdropp(?:ed|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:in favou?r of|for)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
     re.compile(r"\b(?:instead of|rather than)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,40}?)(?=\s+(?:because|since|as|for)\b|[.,;:]|$)", re.I),
 ]
+# A rule that says it updates an earlier one on its subject ("amendment to the `retry_upload()` rule",
+# "this replaces the earlier rule", "instead of the earlier 3 attempts", "from now on", "we no longer ...").
+AMEND_RE = re.compile(
+    r"\b(?:amend(?:s|ed|ing|ment)?|supersed(?:e|es|ed|ing)|overrid(?:e|es|ing)|overrode|"
+    r"replac(?:e|es|ed|ing)\s+(?:the\s+|our\s+|my\s+)?(?:earlier|old|previous|original|existing|current|former|prior)|"
+    r"replac(?:e|es|ed|ing)\s+(?:the\s+|our\s+)?(?:\S+\s+){0,3}?(?:rule|decision|policy|convention|agreement)|"
+    r"instead\s+of\s+(?:the\s+)?(?:earlier|old|previous|original|former|prior)|"
+    r"(?:earlier|old|previous|original|former|prior)\s+(?:rule|decision|policy|agreement)\s+(?:is|was)\s+(?:gone|dropped|replaced|void|obsolete)|"
+    r"no\s+longer|from\s+now\s+on|going\s+forward|(?:new|updated|revised|changed|amended)\s+rule|"
+    r"rule\s+change|chang(?:e|es|ed|ing)\s+the\s+rule|updat(?:e|es|ed|ing)\s+(?:to\s+)?the\s+rule)\b", re.I)
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+POLARITY = ("always", "never", "only", "except", "unless", "not", "no", "don't", "without", "must", "allow",
+            "forbid", "reject", "accept", "skip", "keep", "drop", "ours", "theirs", "before", "after")
+POLARITY_RE = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(w) for w in POLARITY), re.I)
 REJECTED_SUBJECT = [
     re.compile(r"\b(?:rejected|ruled out|abandoned|dropped|decided against|gave up on|avoid)\s+(?P<x>[^.,;:—–-]{1,60}?)"
                r"(?=\s+(?:because|since|as|for|due|—|–|-)\b|[.,;:—–]|\s-\s|$)", re.I),
@@ -46,14 +65,34 @@ def dice(a: frozenset, b: frozenset) -> float:
 
 def switch_subject(text: str):
     """(old subject, new subject or None) when a decision says it replaces something."""
+    old, new, _ = switch_parts(text)
+    return old, new
+
+
+def switch_parts(text: str):
+    """(old, new or None, what was switched or None): "switched the public API from REST to GraphQL"
+    gives (REST, GraphQL, the public API)."""
     for pat in SWITCH_PATTERNS:
         m = pat.search(text)
         if m:
-            return m.group("old").strip(), (m.groupdict().get("new") or "").strip() or None
-    return None, None
+            g = m.groupdict()
+            return (m.group("old").strip(), (g.get("new") or "").strip() or None,
+                    (g.get("subject") or "").strip() or None)
+    return None, None, None
+
+
+def values(text: str) -> frozenset:
+    """What a rule sets, as far as words tell: its numbers and its polarity words (always, never, only,
+    except, ...).  Two rules on one subject that differ here say different things."""
+    return frozenset(NUMBER_RE.findall(text)) | frozenset(w.lower() for w in POLARITY_RE.findall(text))
+
+
+def says_it_updates(text: str) -> bool:
+    return bool(AMEND_RE.search(text))
 
 
 def rejected_subject(text: str):
+    text = re.sub(r"^For\s+`[^`]+`:\s+", "", text.strip())  # the subject prefix of a conversation record
     for pat in REJECTED_SUBJECT:
         m = pat.search(text.strip())
         if m and m.group("x").strip():
@@ -110,9 +149,15 @@ class Consolidator:
                 best_id, best = rid, sim
             if sim >= self.mem["link_threshold"]:
                 related.append(rid)
-        if best >= self.mem["merge_threshold"]:
+        if best >= self.mem["merge_threshold"] and not self._sets_other_numbers(cand, best_id):
             return best_id, []
         return None, related
+
+    def _sets_other_numbers(self, cand, rid) -> bool:
+        """"retry 3 times" and "retry 5 times" are worded alike but say different things: not merged."""
+        mine = frozenset(NUMBER_RE.findall(cand["text"]))
+        other = self.store.get(rid) if rid else None
+        return other is not None and mine != frozenset(NUMBER_RE.findall(other.get("text") or ""))
 
     def written(self, rec: dict):
         self.fresh.setdefault((rec["scope_id"], rec["type"]), {})[rec["id"]] = terms(
@@ -146,28 +191,89 @@ class Consolidator:
         return sorted(found - {exclude})
 
     def supersede(self, rec: dict) -> list:
-        """A decision that switches away from X retires earlier active decisions about X."""
+        """Earlier active decisions this one replaces become superseded (linked both ways):
+        - a switch away from X ("switched [the public API] from X to Y", "replaced X with Y", "no longer
+          use X", "Y instead of X") retires the earlier decisions that mention X (and, when the switch
+          names what was switched, that subject too);
+        - a rule on a subject (a code identifier it names) retires the earlier rule on that subject it
+          updates: any earlier one close in wording when it says so ("amendment to", "replaces the
+          earlier rule", "from now on", "we no longer", ...), otherwise the earlier ones worded alike
+          (`memory.link_threshold`) that set different values (numbers, always/never/only/except...)."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
-        old, new = switch_subject(rec["text"])
+        retired = self._switch_targets(rec) + self._subject_targets(rec)
+        retired = sorted(set(retired))
+        for rid in retired:
+            self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
+        if retired:
+            self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
+        return retired
+
+    def _earlier(self, rid, rec):
+        other = self.store.get(rid)
+        if other is None or other.get("status") != "active" or other.get("created", "") > rec.get("created", ""):
+            return None
+        return other
+
+    def _switch_targets(self, rec) -> list:
+        old, new, what = switch_parts(rec["text"])
         if not old:
             return []
         old_t = terms(old)
         new_t = terms(new) if new else frozenset()
-        retired = []
+        what_t = terms(what) if what else frozenset()
+        out = []
         for rid in self._subject_matches(rec["scope_id"], "decision", old_t, rec["id"]):
-            other = self.store.get(rid)
-            if other is None or other.get("status") != "active" or other.get("created", "") > rec.get("created", ""):
+            other = self._earlier(rid, rec)
+            if other is None:
                 continue
+            other_t = terms(other["text"])
             if switch_subject(other["text"])[0] and old_t <= terms(switch_subject(other["text"])[0]):
                 continue  # an earlier switch away from the same thing: not a choice of it
-            if new_t and new_t <= terms(other["text"]) and not old_t <= terms(other["text"]) - new_t:
+            if new_t and new_t <= other_t and not old_t <= other_t - new_t:
                 continue
-            self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
-            retired.append(rid)
-        if retired:
-            self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
-        return retired
+            if what_t and not what_t & other_t:
+                continue  # X was dropped for something else than what this decision is about
+            out.append(rid)
+        return out
+
+    def _subject_targets(self, rec) -> list:
+        from cortex.curate.subjects import subject_terms, subjects
+        idents = subjects(rec["text"])
+        if not idents:
+            return []
+        amend = says_it_updates(rec["text"])
+        mine = terms(rec["text"])
+        my_values = values(rec["text"])
+        subject_t = frozenset(t for ident in idents for t in terms(ident))
+        scored = {}
+        for ident in idents[:3]:
+            key = subject_terms(ident)
+            for rid in self._subject_matches(rec["scope_id"], "decision", key, rec["id"]):
+                other = self._earlier(rid, rec)
+                if other is None or rid in scored:
+                    continue
+                sim = dice(mine, terms(other["text"]))
+                if amend:
+                    scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
+                elif sim >= self.mem["link_threshold"] and values(other["text"]) != my_values:
+                    scored[rid] = sim
+        if not amend or len(scored) <= 1:
+            return sorted(scored)
+        # several earlier rules on the subject: the amendment updates the one about the same thing
+        # (closest wording apart from the subject's name, and setting a value of the same kind);
+        # another rule on the same function stays
+        best = max(scored.values())
+        if best < self.mem["amend_min_similarity"]:
+            return []
+        return sorted(rid for rid, sc in scored.items() if sc == best)
+
+    @staticmethod
+    def _amend_score(new: str, old: str, subject_t: frozenset) -> float:
+        a, b = terms(new) - subject_t, terms(old) - subject_t
+        na, nb = set(NUMBER_RE.findall(new)), set(NUMBER_RE.findall(old))
+        pa, pb = {w.lower() for w in POLARITY_RE.findall(new)}, {w.lower() for w in POLARITY_RE.findall(old)}
+        return dice(a, b) + (0.3 if na and nb else 0.0) + (0.3 if na & nb else 0.0) + (0.1 if pa & pb else 0.0)
 
     def flag_conflicts(self, rec: dict) -> list:
         """A rejection of something an active decision recommends: link the pair as a conflict."""
@@ -176,7 +282,14 @@ class Consolidator:
         subject = rejected_subject(rec["text"])
         if not subject:
             return []
-        found = self._subject_matches(rec["scope_id"], "decision", terms(subject), rec["id"])
+        subject_t = terms(subject)
+        found = []
+        for rid in self._subject_matches(rec["scope_id"], "decision", subject_t, rec["id"]):
+            other = self.store.get(rid)
+            old = switch_subject(other["text"])[0] if other else None
+            if old and subject_t <= terms(old):
+                continue  # "use a timer instead of cron" agrees with "not cron: it drifts"
+            found.append(rid)
         for rid in found:
             self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "conflicts_with", me))
         if found:
@@ -276,16 +389,20 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
         return []
     con = connect(home.index_db, readonly=True)
     try:
-        rows = con.execute("SELECT id, scope_id, type, text, files, times, created FROM records "
+        rows = con.execute("SELECT id, scope_id, type, text, files, times, created, updated FROM records "
                            "WHERE status='active' ORDER BY scope_id, type, id").fetchall()
     finally:
         con.close()
     buckets = {}
-    for rid, scope_id, rtype, text, files, times, created in rows:
+    for rid, scope_id, rtype, text, files, times, created, updated in rows:
         if rtype in MERGEABLE:
             buckets.setdefault((scope_id, rtype), []).append(
                 (rid, terms("%s %s %s" % (rtype, text, " ".join(json.loads(files or "[]")))),
                  len(json.loads(times or "[]")), created or ""))
+        elif rtype in LATEST_WINS:
+            # the newest first: a negated sort key of the update time does the job of "seen most"
+            buckets.setdefault((scope_id, rtype), []).append(
+                (rid, terms(text), -_epoch(updated), created or ""))
     merges = []
     for (scope_id, rtype), recs in sorted(buckets.items()):
         taken = set()
@@ -298,7 +415,7 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
                     group.append((rid2, n2, created2))
             if len(group) < 2:
                 continue
-            group.sort(key=lambda g: (-g[1], g[2], g[0]))
+            group.sort(key=lambda g: (-g[1], g[2], g[0]) if rtype not in LATEST_WINS else (g[1], g[0]))
             keep = group[0][0]
             others = [g[0] for g in group[1:]]
             taken.update(g[0] for g in group)
@@ -326,6 +443,13 @@ def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
                 return changed
             store.update(keep, take)
     return merges
+
+
+def _epoch(ts) -> float:
+    try:
+        return float(iso_to_epoch(ts)) if isinstance(ts, str) else float(ts or 0)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _merged(rec: dict, keep: str) -> bool:

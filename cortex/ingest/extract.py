@@ -4,18 +4,23 @@ Three layers, each candidate tagged with the one that found it:
   structural -- what the session did: the active plan, files changed, commands that failed and
                 what fixed them, the client's own compaction summary, where the user left off;
   keyword    -- decisions and rejections stated in the assistant's prose ("chose X over Y because Z");
+  conversation -- decisions settled between user and assistant: a proposal the user accepts (with its
+                condition), the assistant's summing-up, rules the user states, alternatives turned
+                down with a reason (cortex/ingest/decisions.py; its state travels with the cursor);
   tag        -- explicit `[MEMORY: type] text` lines (confidence 1.0).
 Injected text (hook output, AGENTS.md, Cortex's own block) and reasoning are never sources.
 """
+import json
 import os
 import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
 from cortex.ingest.adapters import base as B
+from cortex.store.records import canonical_type
 
-TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo")
-TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z]+)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
+TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix")
+TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z][A-Za-z_-]*)(?:[\s,/:]+(?P<scope>domain|global|project))?\s*\]\s*(?P<text>.+)",
                     re.IGNORECASE)
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
@@ -109,11 +114,16 @@ def strip_code(text: str) -> str:
 
 
 def clean_sentence(s: str, limit: int) -> str:
+    """One line of at most `limit` characters.  Secrets are redacted before anything is cut or joined (a cut
+    private key loses its END marker, a cut token its length: neither would be recognised afterwards), and
+    the cut never ends inside a word (`redact.cut`)."""
+    from cortex.model import redact
+    s = redact.redact(s)[0]  # <private> spans stay for the writer (a cut one runs to the end)
     s = MARKDOWN_NOISE_RE.sub("", s).strip()
     s = re.sub(r"\s+", " ", s)
     if len(s) > limit:
         cut = s.rfind(" ", 0, limit - 1)
-        s = s[: cut if cut > limit // 2 else limit - 1].rstrip(",;: ") + "…"
+        s = (s[:cut] if cut > limit // 2 else redact.cut(s, limit - 1)).rstrip(",;: ") + "…"
     return s
 
 
@@ -137,8 +147,8 @@ def tag_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
         m = TAG_RE.search(line)
         if not m:
             continue
-        rtype = m.group("type").lower()
-        if rtype not in TAG_TYPES:
+        rtype = canonical_type(m.group("type"))
+        if rtype not in TAG_TYPES:  # also architecture, convention, context, bug, ... (records.TYPE_ALIASES)
             continue
         text = clean_sentence(m.group("text").strip().strip("`"), ctx.max_chars)
         if len(text) < 3:
@@ -173,7 +183,7 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
             conf -= 0.3
         if REASON_RE.search(sent):
             conf += 0.15
-        conf = round(min(conf, 0.95), 2)
+        conf = round(min(conf, 0.95, KEYWORD_MAX.get(rtype, 0.95)), 2)
         if conf < ctx.keyword_min_confidence:
             continue
         text = clean_sentence(original, ctx.max_chars)
@@ -185,7 +195,7 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
 
 def _plan_text(items) -> str:
     marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-    return "; ".join("%s %s" % (marks.get(i.status, "[ ]"), i.text.strip()) for i in items)
+    return "; ".join("%s %s" % (marks.get(i["status"], "[ ]"), i["text"].strip()) for i in items)
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -239,12 +249,222 @@ def summary_text(summary: str, limit: int) -> str:
     return clean_sentence(text, limit)
 
 
+# Prompts that ask for nothing new: a slash command alone (/compact, /clear, …), "continue", "ok",
+# "thanks", "did you push?".  They are not what the user "asked": progress keeps the last substantive request.
+CONTENT_FREE_RE = re.compile(
+    r"^\W*(?:/[\w:-]+|!?\s*(?:ok(?:ay)?|k|yes|yep|yeah|y|no|nope|n|sure|thanks?(?: you)?|thx|ty|cool|nice|great|"
+    r"perfect|good|lgtm|done|go(?: on| ahead)?|proceed|continue|keep going|carry on|next|retry|try again|"
+    r"resume|do it|go for it|sounds good|looks good|ship it|(?:did|have) you (?:push(?:ed)?|commit(?:ted)?)"
+    r"(?: it| that| this| the changes)?|push(?: it)?|commit(?: it)?|continue (?:until|till) (?:all|it|everything)"
+    r"(?: is| are)? (?:done|finished|complete)|what else|anything else|status|and\?|hm+|hello|hi)"
+    r"(?:[\s,]+(?:please|pls|then|now|thanks|thank you))*)\W*$", re.I)
+
+
+def substantive(prompt: str) -> bool:
+    """False for a prompt that asks for nothing new (see CONTENT_FREE_RE)."""
+    return not CONTENT_FREE_RE.match(prompt.strip()) and has_content(prompt, 4)
+
+
+# Claude Code's compaction summary: numbered sections under "Summary:".  Each is split into typed records.
+SUMMARY_SECTION_RE = re.compile(
+    r"^[ \t]*(?:#+[ \t]*)?(?:\d+\.[ \t]*)?\**[ \t]*(?P<name>Primary Request(?: and Intent)?|Key Technical Concepts|"
+    r"Files and Code Sections|Errors and [Ff]ixes|Problem Solving|All [Uu]ser [Mm]essages|Pending Tasks|"
+    r"Current Work|(?:Optional )?Next Step)[ \t]*\**:?\**[ \t]*$", re.M)
+SUMMARY_KEYS = {"primary request": "intent", "primary request and intent": "intent", "pending tasks": "pending",
+                "current work": "current", "optional next step": "next", "next step": "next",
+                "errors and fixes": "errors", "problem solving": "solving", "key technical concepts": "concepts",
+                "files and code sections": "files", "all user messages": "messages"}
+BULLET_RE = re.compile(r"^([ \t]*)(?:[-*+•]|\d+[.)])[ \t]+(.*)$")
+IN_PROGRESS_RE = re.compile(r"\((?:IN[ _]PROGRESS|in progress|current)\)|\bIN PROGRESS\b")
+DONE_MARK_RE = re.compile(r"\((?:COMPLETED?|DONE|done|completed?)\)")
+
+
+def summary_sections(summary: str) -> dict:
+    """{intent, pending, current, next, errors, solving, …: body text} of a compaction summary; {} when it
+    has no recognised sections.  The analysis before "Summary:" and the client's instructions are dropped."""
+    summary = re.sub(r"<system-reminder>.*?</system-reminder>", " ", summary, flags=re.S)
+    summary = SUMMARY_TAIL_RE.split(summary, 1)[0]
+    m = re.search(r"^\s*Summary:\s*$", summary, re.M)
+    if m:
+        summary = summary[m.end():]
+    summary = re.sub(r"<analysis>.*?</analysis>", " ", summary, flags=re.S)
+    heads = list(SUMMARY_SECTION_RE.finditer(summary))
+    out = {}
+    for i, h in enumerate(heads):
+        body = summary[h.end(): heads[i + 1].start() if i + 1 < len(heads) else len(summary)]
+        key = SUMMARY_KEYS.get(h.group("name").lower())
+        if key and body.strip():
+            out[key] = body.strip("\n")
+    return out
+
+
+def summary_items(body: str) -> list:
+    """The items of a summary section, each flattened to one line: `### ` blocks when there are any, else the
+    top-level bullets with their sub-bullets and continuation lines.  Code blocks are left out."""
+    body = CODE_FENCE_RE.sub("\n", body)
+    lines = [ln for ln in body.splitlines() if ln.strip()]
+    if any(ln.lstrip().startswith("###") for ln in lines):
+        blocks, cur = [], None
+        for ln in lines:
+            if ln.lstrip().startswith("###"):
+                cur = [ln.lstrip("# \t")]
+                blocks.append(cur)
+            elif cur is not None:
+                cur.append(ln)
+        return [_flatten(b) for b in blocks]
+    bullets = [(len(m.group(1).expandtabs()), i) for i, m in ((i, BULLET_RE.match(ln)) for i, ln in enumerate(lines)) if m]
+    if not bullets:
+        return [_flatten(lines)] if lines else []
+    top = min(ind for ind, _ in bullets)
+    items, cur = [], None
+    for ln in lines:
+        m = BULLET_RE.match(ln)
+        if m and len(m.group(1).expandtabs()) == top:
+            cur = [m.group(2)]
+            items.append(cur)
+        elif cur is not None:
+            cur.append(ln)
+        else:
+            items.append([ln])
+    return [_flatten(it) for it in items]
+
+
+def _flatten(lines) -> str:
+    parts = []
+    for ln in lines:
+        m = BULLET_RE.match(ln)
+        t = (m.group(2) if m else ln).strip().replace("**", "")
+        if t:
+            parts.append(t)
+    text = ""
+    for t in parts:  # "Heading:" followed by its points reads "Heading: a; b", sentences stay sentences
+        if not text:
+            text = t
+        elif text.endswith((":", ".", "!", "?")):
+            text += " " + t
+        else:
+            text += "; " + t
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _first_sentence(text: str, limit: int) -> str:
+    items = summary_items(text)
+    first = next(sentences(items[0]), "") if items else ""
+    return clean_sentence(re.sub(r"[:;]\s*(?:\d+[.)]?)?\s*$", "", first), limit)
+
+
+# A closing message that reports the whole task finished ("Epic X complete.", "All 4 subtasks done").
+DONE_CLAIM_RE = re.compile(r"\ball\b[^.\n]{0,60}?\b(?:done|complete|completed|finished)\b|"
+                           r"^\W*(?:\S+\s+){0,4}(?:complete|completed|done|finished)\W*$", re.I | re.M)
+# A sentence that reports an action as done ("I've simplified …", "… has been updated").
+DID_RE = re.compile(r"\b(?:I've|I have|we've|has been|have been|now|successfully)\b|^\W*(?:Done|Updated|Simplified|"
+                    r"Removed|Added|Created|Fixed|Implemented|Wrote|Closed|Committed|Pushed)\b", re.I)
+
+
+def summary_plan(sections: dict) -> list:
+    """The plan a compaction summary leaves: its pending tasks, with what was being done (the item marked IN
+    PROGRESS, else the first sentence of "Current Work") as the in-progress item."""
+    items = []
+    for text in summary_items(sections.get("pending") or ""):
+        status = "in_progress" if IN_PROGRESS_RE.search(text) else "completed" if DONE_MARK_RE.search(text) else "pending"
+        text = clean_sentence(text, 300)
+        if has_content(text, 4) and not re.match(r"^(?:none|n/a|nothing)\b", text, re.I):
+            items.append({"text": text, "status": status})
+    if items and not any(i["status"] == "in_progress" for i in items):
+        doing = _first_sentence(sections.get("next") or sections.get("current") or "", 240)
+        if has_content(doing, 4):
+            items.insert(0, {"text": doing, "status": "in_progress"})
+    return items
+
+
+STATUS_WORDS_RE = re.compile(r"\b(?:completed?|in progress|done|pending|finished)\b", re.I)
+
+
+def summary_goal(body: str) -> str:
+    """What the session set out to do: the intent's points, or its first sentences, without the sentences
+    that report progress (those go stale; the plan carries the state)."""
+    items = summary_items(body)
+    if len(items) > 1:
+        return clean_sentence("; ".join(i.rstrip(".;") for i in items[:4]), 300)
+    kept = [x for x in sentences(" ".join(items)) if not STATUS_WORDS_RE.search(re.sub(r'"[^"]*"', "", x))][:2]
+    return clean_sentence(" ".join(kept), 300)
+
+
+def summary_candidates(sections: dict, ctx: "Context", ref: str, at: str) -> list:
+    """Knowledge records from a compaction summary, one per item: errors and fixes -> fix, problem solving
+    -> learned, the optional next step -> todo (kept with the session's plan, retired with it)."""
+    out = []
+    for rtype, key, conf in (("fix", "errors", 0.7), ("learned", "solving", 0.65)):
+        for text in summary_items(sections.get(key) or ""):
+            text = clean_sentence(text, ctx.max_chars)
+            if len(text.split()) >= 5 and has_content(text):
+                out.append(Candidate(rtype, text, conf, "structural", ref, at, salience=0.6))
+    nxt = sections.get("next")
+    if nxt and any(i["status"] == "in_progress" for i in summary_plan(dict(sections, next=None, current=None))):
+        # otherwise the next step is the plan's in-progress item
+        text = clean_sentence(_flatten(CODE_FENCE_RE.sub("\n", nxt).splitlines()), ctx.max_chars)
+        text = re.sub(r"\s*Direct quote from (?:the )?most recent work:.*$", "", text, flags=re.I | re.S).strip()
+        if has_content(text):
+            out.append(Candidate("todo", "Next step (at compaction): " + text, 0.75, "structural", ref, at,
+                                 key="todo:%s:next" % ctx.session, replace=True, salience=0.8))
+    return out
+
+
+def _mark_reported_done(plan: dict, text: str):
+    """An item of a summary's plan that a later assistant message reports done ("I've simplified the …")
+    is marked completed: most of the item's terms appear in one such sentence."""
+    from cortex.store.terms import tokenize
+    open_items = [i for i in plan["items"] if i["status"] != "completed"]
+    if not open_items:
+        return
+    said = [frozenset(tokenize(s)) for s in sentences(strip_code(text)) if DID_RE.search(s)]
+    for item in open_items:
+        want = frozenset(tokenize(item["text"]))
+        if len(want) >= 3 and any(len(want & got) >= 0.6 * len(want) for got in said):
+            item["status"] = "completed"
+
+
 PLACEHOLDER_RE = re.compile(r"\[REDACTED[^\]]*\]|\[[A-Z_]+ len=\d+[^\]]*\]")
 
 
 def has_content(text: str, min_letters: int = 12) -> bool:
     """False for text that is only placeholders (redacted upstream) or punctuation."""
     return sum(c.isalpha() for c in PLACEHOLDER_RE.sub("", text)) >= min_letters
+
+
+KEYWORD_MAX = {"decision": 0.75, "rejected": 0.75}  # stated by the assistant alone: below an agreement
+
+
+def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
+    """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
+    from cortex.ingest import decisions as D
+    if CORTEX_MARK in (entry.text or "") or (entry.kind == B.USER and TAG_RE.search(entry.text or "")
+                                             and not D.AGREE_RE.match(entry.text or "")):
+        return [], dstate
+    from cortex.model import redact
+    # redacted first: what the state keeps (the proposal, recent identifiers) is cut from the text, and a
+    # fragment of a secret cut out of its context would no longer be recognised as one
+    text = redact.clean(entry.text or "")[0]
+    found, dstate = D.step("user" if entry.kind == B.USER else "assistant", text, dstate,
+                           "%s:%s" % (ctx.session, entry.ref))
+    out = []
+    for rtype, text, conf, _kind, key in found:
+        text = clean_sentence(text, ctx.max_chars)
+        if len(text.split()) < 4 or not has_content(text):
+            continue
+        out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
+                             salience=0.8))
+    return out, dstate
+
+
+def _redact_tree(obj, redact):
+    if isinstance(obj, str):
+        return redact.clean(obj)[0]
+    if isinstance(obj, list):
+        return [_redact_tree(x, redact) for x in obj]
+    if isinstance(obj, dict):
+        return {k: _redact_tree(v, redact) for k, v in obj.items()}
+    return obj
 
 
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
@@ -254,7 +474,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     changed, commands still failing); pass back the returned state with the next batch.
     """
     st = {"last_prompt": None, "edited": [], "failures": {}, "last_at": ctx.fallback_time, "activity_at": "",
-          "first_activity_at": "", "plan_since": "", "open_shell": {}}
+          "first_activity_at": "", "plan_since": "", "open_shell": {}, "prompts": [], "goal": None, "plan": None}
     st.update(state or {})
     edited, failures = list(st["edited"]), dict(st["failures"])
     out = []
@@ -265,8 +485,13 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     activity_at = st.get("activity_at") or ""
     first_activity_at = st.get("first_activity_at") or ""
     plan_since = st.get("plan_since") or ""
-    latest_plan = None
+    plan = st.get("plan")
+    plan_before = json.dumps(plan, sort_keys=True)
+    told_before = (st.get("goal"), st.get("outcome"))
+    prompts = list(st.get("prompts") or [])
     last_at = st["last_at"]
+    from cortex.ingest import decisions as D
+    dstate = dict(D.initial_state(), **(st.get("decisions") or {}))
     new_activity = False
 
     for e in entries:
@@ -274,22 +499,52 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         last_at = at
         if e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
             continue
+        if e.kind in (B.USER, B.ASSISTANT) and not e.sidechain:
+            found, dstate = conversation_candidates(e, ctx, at, dstate)
+            out.extend(found)
+        else:
+            found = []
         if e.kind == B.USER:
             out.extend(tag_candidates(e, ctx, at))
-            if not e.sidechain and len(e.text.strip()) >= 8 and has_content(e.text, 4):
+            if not e.sidechain and len(e.text.strip()) >= 8 and substantive(e.text):
                 st["last_prompt"] = {"text": clean_sentence(e.text, 200), "ref": e.ref, "at": at}
+                short = clean_sentence(e.text, 120)
+                prompts = [p for p in prompts if p != short][-2:] + [short]
                 new_activity, activity_at = True, max(activity_at, at)
                 first_activity_at = first_activity_at or at
         elif e.kind == B.ASSISTANT:
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
-                out.extend(keyword_candidates(e, ctx, at))
+                kw = keyword_candidates(e, ctx, at)
+                if found or dstate.get("proposal"):
+                    # a turn that sums up an agreement says it once (the conversation layer has it); a turn
+                    # that puts a proposal to the user has not settled anything yet
+                    kw = [c for c in kw if c.type not in ("decision", "rejected")]
+                out.extend(kw)
+                claim = DONE_CLAIM_RE.search(strip_code(e.text))
+                # the session's closing report of the whole task ("Epic X complete."), kept in progress
+                st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None
+                if plan and plan.get("source") == "summary":
+                    _mark_reported_done(plan, e.text)
+                    plan["claimed_done"] = bool(DONE_CLAIM_RE.search(strip_code(e.text)))
         elif e.kind == B.PLAN and e.plan and not e.sidechain:
-            latest_plan = (e, at)
+            items = [{"text": i.text.strip(), "status": i.status} for i in e.plan if i.text.strip()]
+            if items:
+                plan = {"items": items, "ref": e.ref, "at": at, "source": "tool"}
             plan_since = plan_since or at
         elif e.kind == B.COMPACT_SUMMARY and e.text.strip():
-            out.append(Candidate("summary", summary_text(e.text, ctx.max_chars), 0.8, "structural", e.ref, at,
-                                 key="summary:%s:%s" % (ctx.session, e.ref), salience=0.6))
+            sections = summary_sections(e.text)
+            if not sections.get("pending") and not sections.get("next") and not sections.get("errors"):
+                out.append(Candidate("summary", summary_text(e.text, ctx.max_chars), 0.8, "structural", e.ref, at,
+                                     key="summary:%s:%s" % (ctx.session, e.ref), salience=0.6))
+            else:
+                out.extend(summary_candidates(sections, ctx, e.ref, at))
+                if sections.get("intent"):
+                    st["goal"] = summary_goal(sections["intent"])
+                items = summary_plan(sections)
+                if items:
+                    plan = {"items": items, "ref": e.ref, "at": at, "source": "summary"}
+                    plan_since = plan_since or at
         elif e.kind == B.TOOL_CALL:
             if e.call_id:
                 calls[e.call_id] = e
@@ -326,18 +581,25 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 out.append(Candidate("fix", text, 0.6, "structural", f["ref"], f["at"], files=list(fixed_by),
                                      key="fix:%s:%s" % (key, (f["err"] or "")[:60]), salience=0.5))
 
-    if latest_plan:
-        e, at = latest_plan
-        items = [{"text": i.text.strip(), "status": i.status} for i in e.plan if i.text.strip()]
-        if items:
-            out.append(Candidate("plan", _plan_text(e.plan), 0.9, "structural", e.ref, at, plan=items,
-                                 key="plan:%s" % ctx.session, replace=True, salience=0.9, since=plan_since))
+    if plan and plan.get("claimed_done"):  # the session's last word reports the whole task finished
+        plan["items"] = [dict(i, status="completed") for i in plan["items"]]
+    if plan and json.dumps(plan, sort_keys=True) != plan_before:
+        items = [{"text": i["text"], "status": i["status"]} for i in plan["items"]]
+        out.append(Candidate("plan", _plan_text(items), 0.9, "structural", plan["ref"], plan["at"], plan=items,
+                             key="plan:%s" % ctx.session, replace=True, salience=0.9, since=plan_since))
     edited = edited[-50:]
-    if new_activity and (st["last_prompt"] or edited):
+    # a new goal or closing report changes the progress record too, even in a batch with no prompt or edit
+    if (new_activity or (st.get("goal"), st.get("outcome")) != told_before) and (st["last_prompt"] or edited):
         lp = st["last_prompt"]
         parts = []
         if lp:
-            parts.append('asked "%s"' % lp["text"])
+            earlier = [p for p in prompts[:-1] if p != lp["text"]][-2:]
+            parts.append('asked "%s"%s' % (lp["text"], " (before that: %s)" % "; ".join(
+                '"%s"' % p for p in reversed(earlier)) if earlier else ""))
+        if st.get("goal"):
+            parts.append("goal: %s" % st["goal"])
+        if st.get("outcome"):
+            parts.append('ended with "%s"' % st["outcome"])
         if edited:
             shown = edited[-8:]
             more = len(edited) - len(shown)
@@ -350,12 +612,19 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              since=first_activity_at))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
               first_activity_at=first_activity_at, plan_since=plan_since,
-              open_shell=dict(list(open_shell.items())[-20:]))
+              open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate)
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from cortex.model import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
+    st["prompts"] = [redact.clean(p)[0] for p in st["prompts"]]
+    for k in ("goal", "outcome"):
+        if st.get(k):
+            st[k] = redact.clean(st[k])[0]
+    if st.get("plan"):
+        st["plan"] = dict(st["plan"], items=[dict(i, text=redact.clean(i["text"])[0]) for i in st["plan"]["items"]])
+    st["decisions"] = _redact_tree(st["decisions"], redact)
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}

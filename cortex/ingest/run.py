@@ -307,13 +307,18 @@ class Run:
         """Write the candidates as records (placed, merged, linked, superseding), in order.  With episodes
         on, a progress note that only repeats what was asked (no file changed) is not stored: the
         episode keeps the prompt itself, searchable, and the block and recall do not fill with them."""
-        from cortex.model.freshness import file_state
+        from cortex.model.freshness import file_state, named_paths
         if (self.cfg.get("episodes") or {}).get("enabled", True):
             cands = [c for c in cands if not (c.type == "progress" and not c.files)]
+        known = sorted({f for c in cands for f in c.files})
         for c in cands:
             cand = c.to_store(ctx)
             if cand.get("files") and c.type not in ("progress", "summary"):
                 cand["file_state"] = file_state(cand["files"], ctx.cwd)
+            if c.type not in ("progress", "summary", "plan"):
+                named = [p for p in named_paths(c.text, ctx.cwd, known) if p not in (cand.get("file_state") or {})]
+                if named:
+                    cand["file_state"] = dict(cand.get("file_state") or {}, **{p: {"named": 1} for p in named})
             into, related = self.cons.place(cand)
             if related:
                 cand["related"] = related
@@ -328,6 +333,9 @@ class Run:
                 self.cons.link_back(rec)
             if self.cons.supersede(rec):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            if rec["type"] == "plan":
+                from cortex.curate import plans
+                plans.settle(self.cons, self.store, rec)
             if self.cons.flag_conflicts(rec):
                 self.stats["conflicts"] = self.stats.get("conflicts", 0) + 1
         for text, why in self.store.rejected:
@@ -396,16 +404,22 @@ class Run:
 def run(home: Home = None, quiet: bool = False, progress=None, now: float = None) -> dict:
     """One normalizer run.  Returns its stats, or {'busy': pid} when another run holds the lock."""
     home = (home or Home()).ensure()
-    if nothing_to_do(home) and os.path.exists(home.config_json):
+    if nothing_to_do(home) and config_mod.snapshot_current(home):
         return {"events": 0, "idle": True}
     from cortex.core.log import get_logger
     log = get_logger(home, component="normalize")
     t0 = time.time()
     try:
         with RunLock(home.lock):
-            cfg = config_mod.load(home, fast=False)
-            config_mod.write_snapshot(home, cfg)
+            # a broken config.yaml never silences memory: the run goes on with the last valid settings (or
+            # the defaults), keeps that snapshot, and reports the problem (cortex-normalize exits 2)
+            cfg, problem = config_mod.load_checked(home)
+            if problem is None:
+                config_mod.write_snapshot(home, cfg)
             stats = Run(home, cfg, log, progress, now=now).run()
+            if problem is not None:
+                stats["config_error"] = problem
+                stats["config_used"] = config_mod.fallback_source(home)
             stats["duration_ms"] = int((time.time() - t0) * 1000)
             atomic_write_text(home.path("state", "last_run.json"),
                               json.dumps(dict(stats, finished_at=now_iso()), indent=1, sort_keys=True))

@@ -14,8 +14,8 @@ handler is recognised by its command alone (the clients reject unknown keys, so 
 it): the command runs one of Cortex's hook scripts (`cortex-session-start`, `cortex-pre-compact`,
 `cortex-stop`, by absolute path or through a Python interpreter) followed by `--client <name>` and
 nothing else.  Uninstall removes exactly those handlers, and the groups, events and `hooks` object
-that only they filled.  Before a changed file is written, the previous one is copied next to it
-(`<file>.cortex-backup-<UTC time>`); the new one is written atomically.  A second install changes
+that only they filled.  Before a changed file is written, the previous one is copied under the Cortex
+home (`<home>/backups/<file's absolute path>.cortex-backup-<UTC time>`); the new one is written atomically.  A second install changes
 nothing and says so.
 """
 import json
@@ -279,9 +279,19 @@ def render_settings(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def backup_path(path: str, now: float = None) -> str:
+def backup_dir(environ=None) -> str:
+    """Where the previous versions of changed settings files go: <Cortex home>/backups/, never the
+    client's or the project's folders."""
+    from cortex.core.home import home_dir
+    return os.path.join(home_dir(environ if environ and environ.get("CORTEX_HOME") else None), "backups")
+
+
+def backup_path(path: str, now: float = None, environ=None) -> str:
+    """<home>/backups/<the file's absolute path>.cortex-backup-<UTC time>: one tree mirroring where each
+    backed-up file lives, so two projects' settings.json never collide."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    base = "%s.cortex-backup-%s" % (path, stamp)
+    rel = os.path.splitdrive(os.path.abspath(path))[1].lstrip(os.sep)
+    base = os.path.join(backup_dir(environ), "%s.cortex-backup-%s" % (rel, stamp))
     candidate, n = base, 1
     while os.path.exists(candidate):
         n += 1
@@ -289,8 +299,9 @@ def backup_path(path: str, now: float = None) -> str:
     return candidate
 
 
-def write_settings(path: str, text: str, old_raw) -> str:
-    """Back up the old file (if any), then write the new one atomically.  Returns the backup path or None."""
+def write_settings(path: str, text: str, old_raw, environ=None) -> str:
+    """Back up the old file (if any) under the Cortex home, then write the new one atomically.  Returns
+    the backup path or None."""
     from cortex.core.fsutil import atomic_write_bytes, atomic_write_text
     if os.path.islink(path):
         path = os.path.realpath(path)  # a dotfile manager's link stays a link; its target is updated
@@ -304,7 +315,12 @@ def write_settings(path: str, text: str, old_raw) -> str:
             mode = os.stat(path).st_mode & 0o777
         except OSError:
             pass
-        backup = backup_path(path)
+        backup = backup_path(path, environ=environ)
+        old_umask = os.umask(0o077)
+        try:
+            os.makedirs(os.path.dirname(backup), mode=0o700, exist_ok=True)
+        finally:
+            os.umask(old_umask)
         atomic_write_bytes(backup, old_raw, mode=0o600)
     atomic_write_text(path, text, mode=mode)
     return backup
@@ -313,6 +329,10 @@ def write_settings(path: str, text: str, old_raw) -> str:
 def apply(client: str, action: str = "install", project: str = None, user: bool = False, dry_run: bool = False,
           environ=None, path_env: str = None) -> dict:
     """Install or uninstall one client's hooks.  Returns a report (see `format_report`)."""
+    if project is not None and not user and not os.path.isdir(project):
+        # a typo must not create a folder (and a settings file no client will ever read)
+        raise InstallError("the project folder %s does not exist; give the folder of an existing project "
+                           "(or --user for every project)" % os.path.abspath(project))
     path = settings_path(client, project, user, environ)
     data, raw = read_settings(path)
     if action == "install":
@@ -327,7 +347,7 @@ def apply(client: str, action: str = "install", project: str = None, user: bool 
     report = {"client": client, "action": action, "path": path, "changed": bool(changes), "dry_run": dry_run,
               "changes": changes, "backup": None, "notes": [], "settings": new}
     if changes and not dry_run:
-        report["backup"] = write_settings(path, render_settings(new), raw)
+        report["backup"] = write_settings(path, render_settings(new), raw, environ)
     if action == "install":
         if client == "codex":
             report["notes"].append(CODEX_TRUST_NOTE)

@@ -20,6 +20,33 @@ Kinds
     slack_token slack_webhook
     stripe_key google_api_key google_oauth jwt bearer auth_header
     private_key url_password password env_secret high_entropy
+  vendor formats (issue #18; shapes learned from public secret-scanning rule sets such as gitleaks' config):
+    ai_api_key (Groq gsk_, xAI xai-, Perplexity pplx-, Replicate r8_, LangSmith lsv2_, Tavily tvly-,
+    Fireworks fw_, Pinecone pcsk_) aws_bedrock_key azure_secret alibaba_key digitalocean_token
+    (dop_v1_ doo_v1_ dor_v1_) cloudflare_key flyio_token heroku_key databricks_token planetscale_token
+    supabase_token netlify_token render_key vercel_token scalingo_token tailscale_key pulumi_token
+    terraform_token doppler_token vault_token (hvs. hvb. hvr.) age_key onepassword_token onepassword_key
+    okta_token bitbucket_token atlassian_token ci_token (Buildkite, CircleCI) sourcegraph_token docker_token
+    package_token (RubyGems, Clojars, Artifactory) octopus_key prefect_key infracost_key readme_key
+    sentry_token linear_key postman_key figma_token notion_token contentful_token dynatrace_token
+    newrelic_key grafana_token webhook_url (Discord, Teams) telegram_token discord_token twilio_key
+    sendinblue_key mailchimp_key mailgun_key square_token facebook_token commerce_key (Shippo, EasyPost,
+    Duffel, Flutterwave) shopify_token mapbox_token frameio_token openshift_token
+  other shapes: a private key base64-encoded whole (LS0tLS1CRUdJTi...), PuTTY .ppk private lines and MAC;
+    passwords of docker/podman login -p, sshpass -p, htpasswd -b, mysql -p'...', smbclient -U user%pass,
+    .pgpass lines, "the password is X" (X must not read as a word), URL passwords holding '#'.
+  partial_token: the last word of a text that was cut inside a vendor token (a known prefix and 6+
+    characters of its body, optionally followed by "…", "..." or "[truncated]").
+
+Cuts
+    A rule that knows a secret by its whole shape no longer sees it once a cut took its end.  Cortex
+    redacts before it cuts; `cut(text, limit)` never ends inside a word (so never inside a token); a
+    private-key header with no END marker redacts to the end of the text (or of its JSON string); and
+    partial_token above catches a cut made before Cortex saw the text.
+
+Records
+    `redact_fields(obj)` cleans every string in a nested dict/list: RecordStore.write and `cortex import`
+    use it on whole records (plan items, files, branch, provenance.transcript ...), not only the text.
 
 How it works
     1. Fixed-shape rules, most specific first: PEM blocks, JWTs, vendor key
@@ -55,7 +82,10 @@ Precision
 
 Speed
     Standard library only (``re``, ``math``); patterns are compiled once at
-    import.  Every vendor pattern starts with a literal so ``re`` can use its
+    import.  The vendor rules run only when a word of 16+ token characters
+    starts with one of their prefixes (str.startswith over a tuple: one
+    alternation of a hundred literals is slow in ``re``) or a few other
+    literals are present.  Every vendor pattern starts with a literal so ``re`` can use its
     fast prefix search; boundary checks run in Python on the (rare) matches.
     The key/value and entropy rules share one scan for trigger words over a
     lower-cased copy of the text.
@@ -66,7 +96,7 @@ import math
 import re
 from typing import Callable, Dict, List, Optional, Tuple
 
-__all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder"]
+__all__ = ["redact", "strip_private", "clean", "contains_secret", "placeholder", "cut", "redact_fields"]
 
 _PH_PREFIX = "[REDACTED:"
 # One of our own placeholders, exactly.  Detection always needs the whole form: a stray
@@ -261,11 +291,12 @@ def _looks_random(s: str, min_len: int = 8) -> bool:
 # ---------------------------------------------------------------------------
 
 class _Rule:
-    __slots__ = ("kind", "rx", "gate", "group", "check", "lb")
+    __slots__ = ("kind", "rx", "gate", "group", "check", "lb", "pre")
 
     def __init__(self, kind: str, pattern: str, group: int = 0, check: Optional[Callable[[str], bool]] = None,
-                 gate: Tuple[str, ...] = (), lb: bool = False, flags: int = 0):
+                 gate: Tuple[str, ...] = (), lb: bool = False, flags: int = 0, pre: str = None):
         self.kind = kind
+        self.pre = re.compile(pre) if pre else None  # a cheap regex that must match first (for rules with no gate)
         self.rx = re.compile(pattern, flags)
         self.gate = gate    # lower-case substrings, one of which must be present (cheap pre-check)
         self.group = group  # the group that is replaced; 0 = the whole match
@@ -300,8 +331,9 @@ _PEM_END = r"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
 _RULES: List[_Rule] = [
     # PEM private keys: the closed block, then a truncated one (header + base64 body)
     _Rule("private_key", _PEM_HDR + r".{0,40000}?" + _PEM_END, gate=("private key",), flags=re.S),
-    _Rule("private_key", _PEM_HDR + r"(?:(?:Proc-Type|DEK-Info|Version|Comment|Hash|Charset):[^\r\n\\]*|"
-                                    r"[A-Za-z0-9+/=]+|[\r\n]+|\\+[nrt])*", gate=("private key",)),
+    # a header without its END marker (a cut text, a key pasted in part, newlines collapsed to spaces): the
+    # key material runs to the end of the text, or of the JSON string it is in
+    _Rule("private_key", _PEM_HDR + r"(?:[^\"\\]|\\.)*", gate=("private key",), flags=re.S),
     _Rule("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", gate=("eyj",), lb=True),
     _Rule("anthropic_key", r"sk-ant-[A-Za-z0-9_\-]{20,}", gate=("sk-",), check=_not_trivial),
     _Rule("openai_key", r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", gate=("sk-",), lb=True,
@@ -326,7 +358,7 @@ _RULES: List[_Rule] = [
     _Rule("google_oauth", r"ya29\.[0-9A-Za-z_\-]{20,}", lb=True, check=_not_trivial),
     _Rule("google_oauth", r"1//0[0-9A-Za-z_\-]{30,}", lb=True, check=_mixed3),
     # scheme://user:password@host -> keep scheme, user and host (the scheme before :// is checked in _apply_rule)
-    _Rule("url_password", r"://[^\s:/?#@\"'`\\<>\[\]]*:([^\s/?#\"'`\\<>]+)@", group=1, gate=("@",), check=_pw_ok),
+    _Rule("url_password", r"://[^\s:/?#@\"'`\\<>\[\]]*:([^\s/?\"'`\\<>]+?)@", group=1, gate=("@",), check=_pw_ok),
     # scheme://<token>@host (a token used as the user name)
     _Rule("url_password", r"://([A-Za-z0-9_\-]{20,})@", group=1, gate=("@",), check=_userinfo_token_ok),
     # Authorization: Bearer <token>, and "bearer <token>" anywhere
@@ -348,11 +380,173 @@ _RULES: List[_Rule] = [
     _Rule("password", r"mysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p([^\s\"'\\]+)", group=1, check=_pw_ok),
 ]
 
+
+def _hexmix(s: str) -> bool:
+    """A hex body: digits and letters both (a run of one is a placeholder or a number)."""
+    return _has_digit(s) and any(c.isalpha() for c in s) and _not_trivial(s)
+
+
+def _pem_b64_ok(s: str) -> bool:
+    import base64
+    import binascii
+    head = re.sub(r"\\[nr]|\s", "", s)[:64]
+    try:
+        return b"PRIVATE KEY" in base64.b64decode(head[: len(head) // 4 * 4] + "")
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _V(kind: str, pattern: str, gate: Tuple[str, ...] = (), check: Optional[Callable[[str], bool]] = _not_trivial,
+       group: int = 0, flags: int = 0) -> _Rule:
+    """A vendor token: a literal prefix, then its body; never glued to a letter or digit on either side."""
+    return _Rule(kind, pattern + r"(?![A-Za-z0-9])", group=group, check=check, gate=gate, lb=True, flags=flags)
+
+
+# Vendor formats (learned from public secret-scanning rule sets and the vendors' docs).  Each starts with a
+# literal that is its gate (lower-cased), so a text without it pays one substring test.
+_VENDOR_RULES: List[_Rule] = [
+    _V("ai_api_key", r"gsk_[A-Za-z0-9]{40,}", ("gsk_",), _two_classes),
+    _V("ai_api_key", r"xai-[A-Za-z0-9]{60,}", ("xai-",), _two_classes),
+    _V("ai_api_key", r"pplx-[A-Za-z0-9]{40,}", ("pplx-",), _two_classes),
+    _V("ai_api_key", r"r8_[A-Za-z0-9]{30,}", ("r8_",), _two_classes),
+    _V("ai_api_key", r"lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}", ("lsv2_",)),
+    _V("ai_api_key", r"tvly-(?:dev-|prod-)?[A-Za-z0-9]{24,}", ("tvly-",), _two_classes),
+    _V("ai_api_key", r"fw_[A-Za-z0-9]{20,}", ("fw_",), _mixed3),
+    _V("ai_api_key", r"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,}", ("pcsk_",)),
+    _V("huggingface_token", r"api_org_[A-Za-z]{30,}", ("api_org_",), _two_classes),
+    _V("aws_bedrock_key", r"ABSK[A-Za-z0-9+/]{100,}={0,2}", ("absk",), _mixed3),
+    _Rule("azure_secret", r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])",
+          gate=("q~",), check=_two_classes),
+    _V("alibaba_key", r"LTAI[A-Za-z0-9]{12,30}", ("ltai",), _mixed3),
+    _V("digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}", ("_v1_",)),
+    _V("cloudflare_key", r"v1\.0-[a-f0-9]{24}-[a-f0-9]{146}", ("v1.0-",)),
+    _V("flyio_token", r"f(?:o1_[\w\-]{43}|m[12][ar]?_[A-Za-z0-9+/]{100,}={0,3})", ("fo1_", "fm1", "fm2_"),
+       _two_classes),
+    _V("heroku_key", r"HRKU-[A-Za-z0-9_\-]{20,}", ("hrku-",), _two_classes),
+    _V("databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?", ("dapi",), _hexmix),
+    _V("planetscale_token", r"pscale_(?:tkn|pw|oauth)_[\w=.\-]{32,64}", ("pscale_",)),
+    _V("supabase_token", r"sbp_[a-f0-9]{40}", ("sbp_",), _hexmix),
+    _V("netlify_token", r"nfp_[A-Za-z0-9]{36}", ("nfp_",), _two_classes),
+    _V("render_key", r"rnd_[A-Za-z0-9]{32}", ("rnd_",), _two_classes),
+    _V("vercel_token", r"vc[pkari]_[A-Za-z0-9]{40,}", ("vcp_", "vck_", "vca_", "vcr_", "vci_"), _two_classes),
+    _V("scalingo_token", r"tk-us-[\w\-]{48}", ("tk-us-",)),
+    _V("tailscale_key", r"tskey-(?:auth|api|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}", ("tskey-",)),
+    _V("pulumi_token", r"pul-[a-f0-9]{40}", ("pul-",), _hexmix),
+    _V("terraform_token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}", (".atlasv1.",)),
+    _V("doppler_token", r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}", ("dp.",), _two_classes),
+    _V("vault_token", r"hv[sbr]\.[\w\-]{24,}", ("hvs.", "hvb.", "hvr."), _two_classes),
+    _V("age_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", ("age-secret-key-1",)),
+    _V("onepassword_token", r"ops_eyJ[A-Za-z0-9+/_\-]{50,}={0,3}", ("ops_eyj",)),
+    _V("onepassword_key", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+       ("a3-",)),
+    _V("okta_token", r"00[A-Za-z0-9_\-]{40}", (), lambda s: _mixed3(s) and not _wordy(s[2:])),
+    _V("gitlab_token", r"(?:gl(?:ft|imt|agent|soat|ffct)-[\w\-]{20,}|GR1348941[\w\-]{20,})",
+       ("glft-", "glimt-", "glagent-", "glsoat-", "glffct-", "gr1348941")),
+    _V("bitbucket_token", r"ATBB[A-Za-z0-9_=.\-]{32,}", ("atbb",), _two_classes),
+    _V("atlassian_token", r"AT(?:ATT|CTT)3[A-Za-z0-9_\-=]{100,}", ("atatt3", "atctt3")),
+    _V("ci_token", r"(?:bkua_[a-f0-9]{40}|CCIPAT_[A-Za-z0-9]{22}_[a-f0-9]{40})", ("bkua_", "ccipat_")),
+    _V("sourcegraph_token", r"sgp_(?:(?:[a-f0-9]{16}|local)_)?[a-f0-9]{40}", ("sgp_",), _hexmix),
+    _V("docker_token", r"dckr_(?:pat|oat)_[A-Za-z0-9_\-]{20,}", ("dckr_",)),
+    _V("package_token", r"(?:rubygems_[a-f0-9]{48}|CLOJARS_[a-zA-Z0-9]{60}|AKCp[A-Za-z0-9]{60,})",
+       ("rubygems_", "clojars_", "akcp")),
+    _V("octopus_key", r"API-[A-Z0-9]{26}", ("api-",), lambda s: _has_digit(s) and _not_trivial(s)),
+    _V("prefect_key", r"pnu_[A-Za-z0-9]{36}", ("pnu_",), _two_classes),
+    _V("infracost_key", r"ico-[A-Za-z0-9]{32}", ("ico-",), _two_classes),
+    _V("readme_key", r"rdme_[a-z0-9]{70}", ("rdme_",)),
+    _V("sentry_token", r"sntry[us]_[A-Za-z0-9+/=_]{40,}", ("sntry",)),
+    _V("linear_key", r"lin_(?:api|oauth)_[A-Za-z0-9]{40,64}", ("lin_",), _two_classes),
+    _V("postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", ("pmak-",)),
+    _V("figma_token", r"fig[dou]_[A-Za-z0-9_\-]{32,}", ("figd_", "figo_", "figu_"), _two_classes),
+    _V("notion_token", r"(?:secret_[A-Za-z0-9]{43}|ntn_[0-9]{11}[A-Za-z0-9]{35})", ("secret_", "ntn_"), _mixed3),
+    _V("contentful_token", r"CFPAT-[\w\-]{43}", ("cfpat-",)),
+    _V("dynatrace_token", r"dt0c01\.[A-Z0-9]{24}\.[A-Za-z0-9]{64}", ("dt0c01.",)),
+    _V("newrelic_key", r"NR(?:AK|II|JS|RA|IQ)-[A-Za-z0-9_\-]{19,40}", ("nrak-", "nrii-", "nrjs-", "nrra-", "nriq-"),
+       lambda s: _has_digit(s) and _not_trivial(s)),
+    _V("grafana_token", r"(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,3}|"
+                        r"eyJrIjoi[A-Za-z0-9+/]{50,}={0,3})", ("glsa_", "glc_", "eyjrijoi"), _two_classes),
+    _Rule("webhook_url", r"((?:discord(?:app)?\.com/api/webhooks/\d+/|webhook\.office\.com/webhookb2/))"
+                         r"([A-Za-z0-9@/_\-]{30,})", group=2, gate=("/api/webhooks/", "webhookb2/")),
+    _Rule("telegram_token", r"(?<![0-9])\d{6,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])", gate=(":aa",),
+          check=_two_classes),
+    _Rule("discord_token", r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"
+                           r"(?![A-Za-z0-9_\-.])", check=_mixed3, pre=r"\.[A-Za-z0-9_\-]{6}\."),
+    _V("twilio_key", r"(?:SK|AC)[0-9a-f]{32}", ("sk", "ac"), lambda s: _hexmix(s[2:])),
+    _V("sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", ("xkeysib-",)),
+    _Rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-f]{32}-us\d{1,2}(?![A-Za-z0-9])", gate=("-us",), check=_hexmix),
+    _V("mailgun_key", r"key-[0-9a-f]{32}", ("key-",), lambda s: _hexmix(s[4:])),
+    _V("square_token", r"(?:sq0(?:atp|csp)-[\w\-]{22,60}|EAAA[\w\-]{60,})", ("sq0", "eaaa"), _mixed3),
+    _V("facebook_token", r"EAA[BCDGM][A-Za-z0-9]{80,}", ("eaa",), _mixed3),
+    _V("commerce_key", r"(?:shippo_(?:live|test)_[a-f0-9]{40}|EZ[AT]K[A-Za-z0-9]{54}|duffel_(?:test|live)_[\w\-=]{43}|"
+                       r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-h0-9]{32}-X)", ("shippo_", "ezak", "eztk", "duffel_", "flw")),
+    _V("shopify_token", r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", ("shp",), _hexmix),
+    _V("mapbox_token", r"sk\.eyJ[\w\-.]{50,}", ("sk.eyj",)),
+    _V("frameio_token", r"fio-u-[\w\-=]{64}", ("fio-u-",)),
+    _V("openshift_token", r"sha256~[\w\-]{43}", ("sha256~",), _two_classes),
+    # a private key, base64-encoded as a whole (Kubernetes secrets, CI variables): "-----BEGIN" is LS0tLS1CRUdJTi
+    _V("private_key", r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]*(?:(?:\r?\n|\\[rn])+[A-Za-z0-9+/=]{8,})*", ("ls0tls1crudjti",),
+       _pem_b64_ok),
+    # PuTTY .ppk: the private lines and their MAC
+    _Rule("private_key", r"(Private-Lines:[ \t]*\d+)((?:(?:\s|\\[rn])+[A-Za-z0-9+/=]{16,}(?![\-:]))+)", group=2,
+          gate=("private-lines",)),
+    _Rule("private_key", r"Private-(?:MAC|Hash):[ \t]*([0-9a-fA-F]{16,})", group=1, gate=("private-",)),
+]
+
+
+_RULES.extend([
+    # passwords on command lines
+    _Rule("password", r"(?:docker|podman|nerdctl|buildah|skopeo|oras|helm\s+registry)\s+login\b[^\n]{0,200}?"
+                      r"\s-p\s*\\*[\"']?([^\s\"'\\]+)", group=1, gate=("login",), check=_pw_ok),
+    _Rule("password", r"sshpass\s+-p\s*\\*[\"']?([^\s\"'\\]+)", group=1, gate=("sshpass",), check=_pw_ok),
+    _Rule("password", r"htpasswd\s+(?:-[a-zA-Z]*\s+)*?-[a-mo-zA-Z]*b[a-zA-Z]*\s+\S+\s+\S+\s+\\*[\"']?([^\s\"'\\]+)",
+          group=1, gate=("htpasswd",), check=_pw_ok),
+    _Rule("password", r"htpasswd\s+(?:-[a-zA-Z]*\s+)*?-[a-zA-Z]*(?:nb|bn)[a-zA-Z]*\s+\S+\s+\\*[\"']?([^\s\"'\\]+)",
+          group=1, gate=("htpasswd",), check=_pw_ok),
+    _Rule("password", r"mysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p\\*[\"']([^\"'\\\s]+)", group=1, gate=("mysql",),
+          check=_pw_ok),
+    _Rule("password", r"(?m)^[A-Za-z0-9_.\-*]+:(?:\d{2,5}|\*):[^:\s]+:[^:\s]+:(\S+)$", group=1,
+          gate=(":5432:", ":*:", "pgpass"), check=_pw_ok),  # ~/.pgpass lines: host:port:db:user:password
+    _Rule("password", r"smbclient\b[^\n]{0,200}?-U\s*\\*[\"']?[^\s%\"'\\]+%([^\s\"'\\]+)", group=1,
+          gate=("smbclient",), check=_pw_ok),
+    # "the password is X", "password was X": a short value that reads like a password, not a word
+    _Rule("password", r"(?i:pass(?:word|wd|phrase)?|pwd)\s+(?:is|was|will be|should be|=)\s+\\*[\"'`]?"
+                      r"([^\s\"'`\\]{4,64}?)(?=[\"'`]|[.,;:!?)]*(?:\s|$|\\[nrt]))", group=1, gate=("pass", "pwd"),
+          check=lambda s: _pw_ok(s) and _pw_prose_ok(s)),
+])
+
+def _pw_prose_ok(s: str) -> bool:
+    """A value after "password is": it must not read as a word ("required", "bcrypt-hashed", "stored")."""
+    up, lo, dg = _classes(s)
+    if any(not _alnum(c) and c not in "-_." for c in s):
+        return True
+    if dg:
+        return not s.isdigit() or len(s) >= 6
+    return up and lo and not _wordy(s) and not s[1:].islower()
+
+
+
 # Something every fixed-shape rule needs (it only decides whether to run them).  Every branch
 # starts with a literal character so that `re` can skip ahead on the set of first characters.
 _ANY_RULE = re.compile(r"-----BEGIN|eyJ|sk-|A(?:KIA|SIA|BIA|CCA)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|oas)-|"
                        r"npm_|hf_|pypi-|SG\.|hooks\.slack\.com|xox|xapp-|k_(?:live|test)_|whsec_|AIza|ya29\.|1//0|://|"
-                       r"Bearer|bearer|BEARER|uthorization|UTHORIZATION|-u|login|mysql")
+                       r"Bearer|bearer|BEARER|uthorization|UTHORIZATION|-u|login|mysql|sshpass|htpasswd|smbclient|"
+                       r":5432:|:\*:|pgpass|(?:ass(?:word|wd|phrase)?|wd|WORD|WD)\s+(?:is|was|will|should|=)")
+# The same for the vendor rules (a hundred prefixes: one alternation of them is slow in `re`, so the words of
+# 16+ token characters are tested with str.startswith), plus the few rules with other gates.
+_VENDOR_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-+/.~]{15,}")
+_VENDOR_OTHER = re.compile(r":AA|Q~|-us\d|webhook|Private-|\.atlasv1\.")
+_DISCORD_PRE = re.compile(r"\.[A-Za-z0-9_\-]{6}\.")
+
+
+def _vendor_hit(text: str) -> bool:
+    if _VENDOR_OTHER.search(text) is not None:
+        return True
+    for m in _VENDOR_RUN.finditer(text):
+        w = m.group(0)
+        if w.startswith(_TAIL_PREFIXES) or w.startswith(("00", "SK", "AC", "API-", "key-", "EAA", "ATBB", "LTAI")):
+            return True
+        if "." in w and _DISCORD_PRE.search(w) is not None:
+            return True
+    return False
 _SHORT_TEXT = 2000
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
@@ -816,7 +1010,10 @@ def redact(text: str) -> Tuple[str, int]:
     low = _lower(text)
     present: Dict[str, bool] = {}
     # Short texts (most transcript strings) pay one regex search instead of one per rule.
-    rules = _RULES if len(text) > _SHORT_TEXT or _ANY_RULE.search(text) else ()
+    long_text = len(text) > _SHORT_TEXT
+    rules = _RULES if long_text or _ANY_RULE.search(text) else ()
+    if _vendor_hit(text):
+        rules = (*rules, *_VENDOR_RULES)
     for rule in rules:
         if rule.gate:
             for g in rule.gate:
@@ -827,6 +1024,8 @@ def redact(text: str) -> Tuple[str, int]:
                     break
             else:
                 continue
+        if rule.pre is not None and rule.pre.search(text) is None:
+            continue
         if rule.rx.search(text) is None:
             continue
         before = counter[0]
@@ -850,7 +1049,69 @@ def redact(text: str) -> Tuple[str, int]:
         _entropy_before(text, ks, spans)
     if spans:
         text = _splice(text, spans, counter)
+    tail = _tail_span(text)
+    if tail is not None:
+        text = _splice(text, [tail], counter)
     return text, counter[0]
+
+
+# A text that ends inside a vendor token (cut upstream, before Cortex saw it): the prefix and at least 6
+# characters of the body, as the last word, optionally followed by a cut marker.
+_TAIL_PREFIXES = tuple("""
+sk-ant- sk-proj- sk-svcacct- sk-admin- sk- gsk_ xai- pplx- r8_ hf_ api_org_ lsv2_ tvly- fw_ pcsk_ AKIA ASIA ABIA ACCA
+ABSK AIza ya29. 1//0 LTAI dop_v1_ doo_v1_ dor_v1_ v1.0- fo1_ fm1 fm2_ HRKU- dapi pscale_ sbp_ nfp_ rnd_ vcp_ vck_
+tk-us- tskey- pul- dp.pt. dp.st. dp.ct. dp.sa. hvs. hvb. hvr. AGE-SECRET-KEY-1 ops_eyJ A3- ghp_ gho_ ghu_ ghs_ ghr_
+github_pat_ glpat- gldt- glrt- glptt- glcbt- gloas- glft- glimt- glagent- glsoat- GR1348941 ATBB ATATT3 ATCTT3 bkua_
+CCIPAT_ sgp_ dckr_pat_ dckr_oat_ npm_ pypi- rubygems_ CLOJARS_ AKCp pnu_ ico- rdme_ sntryu_ sntrys_ lin_api_
+lin_oauth_ PMAK- figd_ secret_ ntn_ CFPAT- dt0c01. NRAK- NRII- NRJS- glsa_ glc_ eyJ SG. xoxb- xoxp- xoxa- xoxr-
+xoxe- xoxs- xoxo- xapp- sk_live_ rk_live_ pk_live_ sk_test_ rk_test_ whsec_ xkeysib- sq0atp- sq0csp- EAAA shpat_
+shpss_ shpca_ shppa_ shippo_ EZAK EZTK duffel_ FLWSECK fio-u- sha256~ sk.eyJ LS0tLS1CRUdJTi
+""".split())
+# shapes with no long literal prefix (group 1: short prefixes whose body must be hex)
+_TAIL_SHAPES = re.compile(r"(SK|AC|key-)|API-(?=[A-Z0-9]+$)|[A-Za-z0-9_~.]{3}\dQ~|\d{6,12}:AA|00(?=[A-Za-z0-9_\-]*[A-Z])|"
+                          r"[A-Za-z0-9]{14}\.atlasv1\.|[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.|EAA[BCDGM]")
+_TAIL_WORD = re.compile(r"[A-Za-z0-9_\-+/.=~:]*\Z")
+_TAIL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/.=~:")
+
+
+def _tail_span(text: str) -> Optional[Tuple[int, int, str]]:
+    t = text.rstrip()
+    if t.endswith("[truncated]"):
+        t = t[:-11].rstrip(" \t")
+    if t.endswith("\u2026"):
+        t = t[:-1]
+    elif t.endswith("..."):
+        t = t[:-3]
+    b = len(t)
+    if b < 8 or t[-1] not in _TAIL_CHARS:
+        return None
+    word = t[-1200:].rsplit(None, 1)[-1]
+    m = _TAIL_WORD.search(word)
+    a = b - (len(word) - m.start())
+    if b - a < 8:
+        return None
+    tok = text[a:b]
+    while tok and tok[-1] in ".:":
+        tok, b = tok[:-1], b - 1
+    if a > 0 and _alnum(text[a - 1]) and text[a - 2:a - 1] != "\\":
+        return None
+    if not tok.startswith(_TAIL_PREFIXES):
+        m2 = _TAIL_SHAPES.match(tok)
+        if m2 is None or len(tok) - m2.end() < 6:
+            return None
+        body = tok[m2.end():]
+        if m2.group(1) and (len(body) < 10 or not _HEX_ISH.fullmatch(body)):
+            return None  # SK/AC/key- prefixes are short: a hex body only
+        return (a, b, "partial_token") if _not_trivial(body) and _has_digit(tok) else None
+    body = next(tok[len(p):] for p in _TAIL_PREFIXES if tok.startswith(p))
+    if len(body) < 6 or not _not_trivial(body) or _PH_RX.search(tok):
+        return None
+    up, lo, dg = _classes(body)
+    if not dg and not (up and lo):
+        return None
+    if _wordy(body):
+        return None
+    return a, b, "partial_token"
 
 
 def _scan_idents(text: str, low: str) -> Tuple[List[Tuple[int, int, str]], List[Tuple[int, int]]]:
@@ -924,3 +1185,59 @@ def clean(text: str) -> Tuple[str, int]:
 
 def contains_secret(text: str) -> bool:
     return redact(text)[1] > 0
+
+
+def redact_fields(obj, private: bool = True):
+    """(copy of obj with every string in it cleaned, number of replacements): dict keys and values, list and
+    tuple items, at any depth.  For whole records and imported lines, where a secret may sit in any field
+    (a plan item, a file name, the transcript path)."""
+    fn = clean if private else redact
+    n = [0]
+
+    def walk(x):
+        if isinstance(x, str):
+            out, k = fn(x)
+            n[0] += k
+            return out
+        if isinstance(x, dict):
+            return {walk(k) if isinstance(k, str) else k: walk(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return type(x)(walk(v) for v in x)
+        return x
+
+    return walk(obj), n[0]
+
+
+_CUT_TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~%")
+_CUT_WORD_BACK = 512
+_CUT_TOKEN_BACK = 400
+_LAST_SPACE = re.compile(r".*(\s|\\[nt])", re.S)  # the last whitespace (or JSON \\n, \\t)
+
+
+def cut(text: str, limit: int, ellipsis: str = "") -> str:
+    """text cut to at most `limit` characters (plus `ellipsis`) without keeping part of a secret.
+
+    A rule that knows a secret by its whole shape (a token's full length, a private key's END marker) no
+    longer sees it once a cut has taken its end, so a plain text[:limit] can keep a prefix and enough of a
+    token to matter.  Here the cut never ends inside a word: it backs off to the last whitespace (within
+    512 characters), else over the last run of token characters (up to 400).  A private key cut in half is handled by
+    `redact` (a header without END runs to the end of the text).  Redacting before cutting is still the
+    rule; this keeps a cut that comes first from making a secret unrecognisable.
+    """
+    if len(text) <= limit:
+        return text
+    if limit <= 0:
+        return ellipsis if text else text
+    head = text[:limit]
+    if not text[limit].isspace():
+        m = _LAST_SPACE.search(head, max(0, limit - _CUT_WORD_BACK))
+        i = m.start(1) if m else -1
+        if i >= limit - _CUT_WORD_BACK and i > 0:
+            head = head[:i]
+        else:
+            j = limit
+            while j > 0 and head[j - 1] in _CUT_TOKEN:
+                j -= 1
+            if limit - j <= _CUT_TOKEN_BACK:  # a longer run is a blob (base64 data, minified code), kept
+                head = head[:j]
+    return head.rstrip() + ellipsis

@@ -83,7 +83,10 @@ def check_config(home) -> dict:
     try:
         config.validate(config.read_yaml(home.config_yaml))
     except config.ConfigError as e:
-        return _check("config", "fail", str(e), fix="fix the key named above (see docs/configuration.md)")
+        return _check("config", "fail", str(e),
+                      details=["until it is fixed, session start and the normalizer use %s"
+                               % config.fallback_source(home)],
+                      fix="fix the file (see docs/configuration.md); the next cortex-normalize run takes it")
     return _check("config", "ok", "%s is valid" % home.config_yaml)
 
 
@@ -259,24 +262,45 @@ def client_hooks(environ, cwd: str) -> list:
     out = []
     for client, installed, files in spec:
         found = {h: [] for h in HOOK_COMMANDS}
-        seen = []
+        seen, broken = [], []
         for f in dict.fromkeys(files):
             text = _read(f)
             if text is None:
                 continue
             seen.append(f)
+            problem = _json_problem(text) if client != "gemini" else None  # Gemini allows comments
+            if problem:
+                broken.append((f, problem))  # the client cannot read its hooks either
+                continue
             for h in HOOK_COMMANDS:
                 if h in text:
                     found[h].append(f)
-        out.append((client, installed or bool(seen), found, list(dict.fromkeys(files))))
+        out.append((client, installed or bool(seen), found, list(dict.fromkeys(files)), broken))
     return out
+
+
+def _json_problem(text: str):
+    """Why a settings file is not valid JSON (one line), or None."""
+    if not text.strip():
+        return None
+    try:
+        json.loads(text)
+    except ValueError as e:
+        return "not valid JSON (line %s, column %s: %s)" % (getattr(e, "lineno", "?"), getattr(e, "colno", "?"),
+                                                            getattr(e, "msg", str(e)))
+    return None
 
 
 def check_hooks(environ, cwd: str) -> list:
     out, complete = [], 0
-    for client, installed, found, files in client_hooks(environ, cwd):
+    for client, installed, found, files, broken in client_hooks(environ, cwd):
         have = [h for h in HOOK_COMMANDS if found[h]]
         fix = "`cortex install %s --user` (or paste the hooks from README.md into its settings)" % client
+        for f, problem in broken:
+            out.append(_check("hooks %s" % client, "fail", "%s is %s; %s cannot read it, hooks included"
+                              % (f, problem, client),
+                              fix="fix the JSON (`python3 -m json.tool %s` shows where), then run "
+                                  "`cortex doctor` again" % f))
         if len(have) == len(HOOK_COMMANDS):
             complete += 1
             where = sorted({f for h in have for f in found[h]})
@@ -287,6 +311,8 @@ def check_hooks(environ, cwd: str) -> list:
             out.append(_check("hooks %s" % client, "fail", "only partly registered: %s missing (found %s in %s)"
                               % (", ".join(missing), ", ".join(have), where),
                               fix=fix))
+        elif installed and broken and len(broken) == len([f for f in files if os.path.isfile(f)]):
+            pass  # every file there is unreadable JSON: said above, "not registered" would mislead
         elif installed:
             out.append(_check("hooks %s" % client, "warn", "%s is installed but the Cortex hooks are not registered"
                               % client, ["looked in %s" % f for f in files], fix=fix))

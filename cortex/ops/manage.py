@@ -713,9 +713,11 @@ def remember(home, text: str, rtype: str = DEFAULT_TYPE, scope: str = None, pinn
     than a domain, the same as `[MEMORY: learned global]` tags).  Default: project, except preferences,
     which go to the domain as tagged preferences do."""
     from cortex.model import redact
-    from cortex.store.records import TYPES
-    if rtype not in TYPES:
-        raise CortexError("unknown type %r" % rtype, "use one of: %s" % ", ".join(TYPES))
+    from cortex.store.records import TYPE_ALIASES, TYPES, canonical_type
+    if canonical_type(rtype) is None:
+        raise CortexError("unknown type %r" % rtype, "use one of: %s (or %s)" % (
+            ", ".join(TYPES), ", ".join(sorted(TYPE_ALIASES))))
+    rtype = canonical_type(rtype)
     text = (text or "").strip()
     if not text:
         raise CortexError("nothing to remember: the text is empty")
@@ -889,7 +891,8 @@ def show_passage(home, ref: str) -> dict:
     return {"kind": "episode", "id": episodes.passage_id(session, p["anchor"]), "session": session,
             "client": front.get("client"), "project": front.get("project"), "at": p["at"],
             "turns": [p["first"], p["last"]], "anchor": p["anchor"], "of": len(turns), "path": path,
-            "text_turns": [t for t in turns if p["first"] <= t["n"] <= p["last"]]}
+            "text_turns": [t for t in turns if p["first"] <= t["n"] <= p["last"]],
+            "text": "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns if p["first"] <= t["n"] <= p["last"])}
 
 
 def export_records(home, scope_ids=None, errors: list = None, progress=None):
@@ -937,9 +940,10 @@ def parse_import(lines) -> list:
         if problems:
             raise CortexError("line %d (record %s) is not a valid record: %s" % (n, rec.get("id"), problems[0]),
                               "nothing was imported")
-        text, k = redact.clean(rec["text"])
+        # every field, not only the text: a plan item, a file name, the transcript path (issue #18)
+        rec, k = redact.redact_fields(rec)
         if k:
-            rec["text"] = text.strip() or "[REDACTED]"
+            rec["text"] = rec["text"].strip() or "[REDACTED]"
             rec["redactions"] = int(rec.get("redactions") or 0) + k
         if rec["id"] in seen:
             raise CortexError("line %d repeats record %s (first on line %d)" % (n, rec["id"], seen[rec["id"]]),

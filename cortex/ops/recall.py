@@ -10,7 +10,8 @@ from the index):
 so relevance leads and the ranking parts (how often and how lately a record was met, how sure the
 extraction was, whether a person pinned it) separate hits of similar relevance.  Hits of the project
 come first, then hits of its domain (then, with --scope all, other scopes), each group by score.
-Archived and superseded records are hidden unless `include_archived`.
+Archived and superseded records are hidden unless `include_archived`; then a superseded record ranks
+after the current records of its group and its hit says what replaced it (`superseded_by`).
 
 Episode passages (a turn of a session with its neighbours, episodes/<project>/<session>.md) are
 searched beside the records, by FTS5's bm25() over the same terms, and ranked in the same list:
@@ -40,6 +41,7 @@ from cortex.ops import manage
 from cortex.store.index import batches as _batches, descending as _descending
 from cortex.core.errors import CortexError
 
+TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
 COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
            "created", "updated", "times", "tokens", "files", "branch", "path", "sessions")
@@ -188,7 +190,7 @@ def _filtered_top(con, scores: dict, k: int, keep_row, tiers_possible) -> list:
     maps a light row to its tier, or None when the filters drop it."""
     margin = sum(WEIGHTS.values()) + _SLACK
     light, max_bm25 = [], None
-    per_tier = {0: [], 1: [], 2: []}  # bm25 of the hits read, by tier, in the order read (descending)
+    per_tier = {t: [] for t in range(TIERS)}  # bm25 of the hits read, by tier, in the order read (descending)
     for batch in _batches(_descending(scores)):
         if max_bm25 is not None and _nothing_below_can_show(per_tier, batch[0][0], max_bm25, k, margin,
                                                             tiers_possible):
@@ -215,7 +217,7 @@ def _nothing_below_can_show(per_tier, below: float, max_bm25: float, k: int, mar
         return False
     bound = below / max_bm25 + margin
     ahead = 0  # hits read in lower tiers: they rank ahead of any hit of this tier
-    for tier in (0, 1, 2):
+    for tier in range(TIERS):
         if tier in tiers_possible:
             strictly = 0
             for b in per_tier[tier]:  # descending: count those with a relevance above the bound
@@ -278,6 +280,18 @@ def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
     return scored[:k]
 
 
+def _label_superseded(hits: list):
+    """With superseded records shown (--all), each says what replaced it."""
+    from cortex.store.records import RecordError, read
+    for h in hits:
+        if h["status"] == "superseded":
+            try:
+                rec = read(h["path"]) if h.get("path") else {}
+            except (RecordError, OSError, UnicodeDecodeError):
+                rec = {}
+            h["superseded_by"] = list(rec.get("superseded_by") or ())
+
+
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None,
            kind: str = None) -> dict:
@@ -285,13 +299,14 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     from cortex.brief import render
     from cortex.model import rank
     from cortex.store.index import bm25_scores
-    from cortex.store.records import TYPES
+    from cortex.store.records import TYPES, canonical_type
     from cortex.store.terms import query_terms
     now = time.time() if now is None else now
     types = [t for t in (types or []) if t]
     for t in types:
-        if t not in TYPES:
+        if canonical_type(t) is None:
             raise CortexError("unknown type %r" % t, "use one of: %s" % ", ".join(TYPES))
+    types = sorted({canonical_type(t) for t in types})
     if k < 1:
         raise CortexError("-k must be at least 1")
     if kind not in (None,) + KINDS:
@@ -327,10 +342,13 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
                 return None
             if status != "active" and not include_archived:
                 return None
-            return 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
+            group = 0 if sc == "L0" and sid == project["id"] else 1 if sc == "L1" and sid == domain else 2
+            # a superseded record ranks after the current records of its group: the current rule first
+            return group * 2 + (status == "superseded")
 
-        tiers = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
+        groups = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
             {1} if allowed is None or domain in allowed else set())
+        tiers = {g * 2 for g in groups} | ({g * 2 + 1 for g in groups} if include_archived else set())
         light = _filtered_top(con, scores, k, keep_row, tiers) if scores else []
         max_bm25 = max(b for _, b, _ in light) if light else 0.0
         if light:
@@ -360,7 +378,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     rec_terms = None
     for b, row in found:
         h = passage_hit(row, b, PASSAGE_WEIGHT * b / top if top > 0 else 0.0, now, words)
-        tier = 0 if row["project"] == project["id"] else 2
+        tier = 0 if row["project"] == project["id"] else 4  # the project's group, else "other" (recall tiers)
         key = (tier, -h["score"], h["id"])
         if hits:  # a passage that says what a record says ranks right after that record
             from cortex.store.terms import tokenize
@@ -370,7 +388,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             for rec, rt in rec_terms:
                 if rt and len(rt & have) >= SAME_THING * len(rt):
                     key = max(key, (rec["tier"], -rec["score"] + 1e-9, h["id"]))
-        h["where"] = ("project", "domain", "other")[key[0]]
+        h["where"] = ("project", "domain", "other")[key[0] // 2]
         ranked.append((key, h))
     ranked.sort(key=lambda x: x[0])
     for _, rec in ranked[:k]:
@@ -381,7 +399,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         p = rec["parts"]
         out["hits"].append({
             "kind": "record", "id": rec["id"], "type": rec["type"], "status": rec["status"], "scope": rec["scope"],
-            "scope_id": rec["scope_id"], "where": ("project", "domain", "other")[rec["tier"]],
+            "scope_id": rec["scope_id"], "where": ("project", "domain", "other")[rec["tier"] // 2],
             "session": rec["sessions"][-1] if rec["sessions"] else None, "sessions": rec["sessions"],
             "at": rec["updated"] or rec["created"], "client": None,
             "age": render.age(last, now) if last else None,
@@ -391,6 +409,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             "score": round(rec["score"], 4), "bm25": round(rec["bm25"], 4), "relevance": round(rec["relevance"], 4),
             "activation": round(p["activation"], 4), "recency": round(p["recency"], 4),
             "snippet": snippet(rec["text"], words), "text": rec["text"], "path": rec["path"], "restored": False})
+    if include_archived:
+        _label_superseded(out["hits"])
     if record_use:
         at = manage.now_iso(now)
         try:

@@ -17,7 +17,34 @@ from cortex.store.frontmatter import emit, fast_parse
 from cortex.core.fsutil import atomic_write_text
 
 TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix", "progress", "summary")
+# Types other memory tools use, and what Cortex stores them as (docs/records.md, "Types").  Settled rules
+# (architecture, conventions, constraints, requirements) are decisions: they never decay and are
+# superseded by later rules on the same subject; background and insights are learned facts; bugs and
+# pitfalls are gotchas; alternatives ruled out are rejections.
+TYPE_ALIASES = {
+    "architecture": "decision", "design": "decision", "convention": "decision", "pattern": "decision",
+    "constraint": "decision", "requirement": "decision", "rule": "decision", "policy": "decision",
+    "context": "learned", "insight": "learned", "note": "learned", "fact": "learned", "lesson": "learned",
+    "knowledge": "learned", "discovery": "learned", "finding": "learned",
+    "bug": "gotcha", "pitfall": "gotcha", "warning": "gotcha", "caveat": "gotcha", "issue": "gotcha",
+    "workaround": "fix", "solution": "fix",
+    "antipattern": "rejected", "anti-pattern": "rejected", "avoid": "rejected", "alternative": "rejected",
+    "style": "preference", "task": "todo", "goal": "plan",
+}
 STATUSES = ("active", "superseded", "archived")
+
+
+def canonical_type(name) -> str:
+    """The Cortex type a type name means: a Cortex type itself, an alias of TYPE_ALIASES (any case,
+    plural or singular), or None when it is neither."""
+    t = str(name or "").strip().lower().replace("_", "-")
+    if t in TYPES:
+        return t
+    if t in TYPE_ALIASES:
+        return TYPE_ALIASES[t]
+    if t.endswith("s") and (t[:-1] in TYPES or t[:-1] in TYPE_ALIASES):
+        return canonical_type(t[:-1])
+    return None
 FIELD_ORDER = ("id", "scope", "scope_id", "project", "type", "status", "confidence", "salience", "pinned",
                "priority", "created", "updated", "seen", "used", "tokens", "branch", "files", "plan", "provenance")
 MAX_FRONT_MATTER = 256 * 1024
@@ -265,12 +292,27 @@ class RecordStore:
             except (RecordError, OSError, UnicodeDecodeError) as e:
                 self.rejected.append((rec_id, "record unreadable, left as is: %s" % e))
                 return None
+            import copy
+            before_rec = copy.deepcopy(rec)
             if change(rec):
-                self.write(rec)
+                # read from a file this writer wrote (redacted then): only the changed fields can be new
+                self.write(rec, redact_only=_changed_strings(before_rec, rec))
             return rec
         return None
 
-    def write(self, rec: dict):
+    def write(self, rec: dict, redact_only=None):
+        """Write a record (atomically).  Every string in it is redacted first, not only the text: a secret
+        can sit in a plan item, a file name, a branch or the transcript path (a Claude Code transcript folder
+        is named after the project folder).  `rec` is updated in place.  `redact_only` (field names) limits
+        that to the fields `update` changed; an empty set skips it (and the import of the redactor, which
+        `cortex recall` does without)."""
+        fields = [k for k in rec if k not in _STRUCTURAL and (redact_only is None or k in redact_only)]
+        if fields:
+            from cortex.model import redact
+            clean, n = redact.redact_fields({k: rec[k] for k in fields})
+            if n:
+                rec.update(clean)
+                rec["redactions"] = int(rec.get("redactions") or 0) + n
         if self.validate:
             from cortex.core.schemas import validate  # answers a valid record without importing jsonschema
             problems = validate("record", rec)
@@ -278,6 +320,16 @@ class RecordStore:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
         atomic_write_text(record_path(self.root, rec), dump(rec))
         self.changed.add(rec["id"])
+
+
+def _changed_strings(before: dict, after: dict) -> set:
+    """The fields of `after` that differ from `before` and may hold text (not numbers or booleans)."""
+    return {k for k, v in after.items() if before.get(k) != v and not isinstance(v, (bool, int, float))}
+
+
+# Fields the store itself sets to ids, enums, numbers and times: nothing to redact (the path depends on some).
+_STRUCTURAL = frozenset(("id", "scope", "type", "status", "confidence", "salience", "pinned", "priority",
+                         "tokens", "redactions", "created", "updated", "seen", "used", "archived_at"))
 
 
 def _utf8(s: str) -> str:

@@ -20,6 +20,8 @@ BIN = REPO / "bin"
 
 CLAUDE_PACKAGE, CLAUDE_VERSION = "@anthropic-ai/claude-code", "2.1.330"
 CODEX_PACKAGE, CODEX_VERSION = "@openai/codex", "0.169.0"
+GEMINI_PACKAGE, GEMINI_VERSION = "@google/gemini-cli", "0.61.0"
+NAMES = ("claude", "codex", "gemini")
 NPM_TIMEOUT = 900
 CLI_TIMEOUT = 180
 
@@ -56,11 +58,13 @@ def _version(exe: Path) -> str:
 def _installed(base: Path) -> dict:
     b = base / "node_modules" / ".bin"
     out = {}
-    claude, codex = b / "claude", b / "codex"
+    claude, codex, gemini = b / "claude", b / "codex", b / "gemini"
     if claude.exists() and _version(claude).startswith(CLAUDE_VERSION):
         out["claude"] = str(claude)
     if codex.exists() and _version(codex).endswith(CODEX_VERSION):
         out["codex"] = str(codex)
+    if gemini.exists() and _version(gemini).endswith(GEMINI_VERSION):
+        out["gemini"] = str(gemini)
     return out
 
 
@@ -75,14 +79,15 @@ def ensure_clis(base: Path = None) -> dict:
     with open(base / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two test runs never install into one folder at once
         have = _installed(base)
-        if len(have) < 2:
+        if len(have) < len(NAMES):
             npm = shutil.which("npm")
             if not npm:
                 raise CliUnavailable("npm is not installed; the end-to-end tests need it to install "
                                      "%s@%s and %s@%s" % (CLAUDE_PACKAGE, CLAUDE_VERSION, CODEX_PACKAGE, CODEX_VERSION))
             argv = [npm, "install", "--prefix", str(base), "--no-audit", "--no-fund", "--no-save",
                     "--no-package-lock", "--loglevel=error",
-                    "%s@%s" % (CLAUDE_PACKAGE, CLAUDE_VERSION), "%s@%s" % (CODEX_PACKAGE, CODEX_VERSION)]
+                    "%s@%s" % (CLAUDE_PACKAGE, CLAUDE_VERSION), "%s@%s" % (CODEX_PACKAGE, CODEX_VERSION),
+                    "%s@%s" % (GEMINI_PACKAGE, GEMINI_VERSION)]
             try:
                 p = subprocess.run(argv, capture_output=True, text=True, timeout=NPM_TIMEOUT,
                                    stdin=subprocess.DEVNULL, cwd=str(base))
@@ -102,12 +107,13 @@ def ensure_clis(base: Path = None) -> dict:
                     subprocess.run([shutil.which("node") or "node", str(script)], cwd=str(script.parent),
                                    capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
             have = _installed(base)
-            if len(have) < 2:
+            if len(have) < len(NAMES):
                 raise RuntimeError("after npm install, the CLIs in %s do not report the pinned versions "
-                                   "(claude %r, codex %r)" % (base, _version(claude),
-                                                              _version(base / "node_modules" / ".bin" / "codex")))
+                                   "(claude %r, codex %r, gemini %r)" % (
+                                       base, _version(claude), _version(base / "node_modules" / ".bin" / "codex"),
+                                       _version(base / "node_modules" / ".bin" / "gemini")))
     have["dir"] = str(base)
-    have["versions"] = {"claude": _version(Path(have["claude"])), "codex": _version(Path(have["codex"]))}
+    have["versions"] = {n: _version(Path(have[n])) for n in NAMES}
     return have
 
 
@@ -171,6 +177,7 @@ class Sandbox:
             _git_init(self.project)
         self.anthropic = None
         self.openai = None
+        self.gemini_mock = None
 
     # -- environments
     def env(self, **extra) -> dict:
@@ -283,6 +290,20 @@ class Sandbox:
         argv = [self.clis["codex"], "exec", "--dangerously-bypass-hook-trust", "--json", *args, prompt]
         env = self.env(CODEX_HOME=codex_home) if codex_home else None
         return self.run(argv, cwd=cwd, timeout=timeout, env=env).check("codex exec")
+
+    # -- Gemini CLI
+    def gemini(self, prompt, *args, cwd=None, timeout=CLI_TIMEOUT) -> Result:
+        """`gemini -p` against the Gemini mock: an API key login (a dummy key), the workspace trusted, no
+        other traffic than the mock."""
+        user_settings = self.home / ".gemini" / "settings.json"
+        if not user_settings.exists():
+            user_settings.parent.mkdir(parents=True, exist_ok=True)
+            user_settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}},
+                                                 "privacy": {"usageStatisticsEnabled": False}}))
+        env = self.env(GOOGLE_GEMINI_BASE_URL=self.gemini_mock.url, GEMINI_API_KEY="cortex-e2e-dummy-key",
+                       GEMINI_CLI_TRUST_WORKSPACE="true")
+        return self.run([self.clis["gemini"], "-p", prompt, *args], cwd=cwd, timeout=timeout,
+                        env=env).check("gemini -p")
 
     # -- the Cortex home
     def events(self, state="pending") -> list:

@@ -2,6 +2,9 @@
 
     MockModel("anthropic")  POST /v1/messages      (Claude Code: ANTHROPIC_BASE_URL=<url>)
     MockModel("openai")     POST /v1/responses     (Codex: a custom provider with base_url=<url>/v1)
+    MockModel("gemini")     POST /v1beta/models/M:generateContent and :streamGenerateContent?alt=sse
+                            (Gemini CLI: GOOGLE_GEMINI_BASE_URL=<url>; its model router asks for JSON
+                            matching a schema, which the mock fills in)
 
 Both answer with server-sent events (JSON when the request does not ask for a stream), bind
 127.0.0.1 on a free port, stop by themselves after `max_seconds` or `max_requests`, and keep every
@@ -218,6 +221,57 @@ KEEP_HEADERS = ("user-agent", "x-claude-code-session-id", "anthropic-beta", "ori
                 "session-id", "conversation_id", "content-encoding")
 
 
+# ----------------------------------------------------------------------------------------- Gemini
+
+def _schema_value(schema):
+    """A value that satisfies a (Gemini-style, upper-case types) JSON schema: the model router's
+    classification call asks for one (e.g. {complexity_reasoning, complexity_score})."""
+    schema = schema if isinstance(schema, dict) else {}
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type") or "object").lower()
+    if kind == "object":
+        return {k: _schema_value(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return int(schema.get("minimum") or 1)
+    if kind == "boolean":
+        return False
+    return "simple"
+
+
+def gemini_decide(body: dict):
+    """(kind, parts)."""
+    gen = body.get("generationConfig") or {}
+    schema = gen.get("responseJsonSchema") or gen.get("responseSchema")
+    if schema:
+        return "json", [{"text": json.dumps(_schema_value(schema))}]
+    contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
+    last = contents[-1] if contents else {}
+    after_tool = any(isinstance(p, dict) and "functionResponse" in p for p in last.get("parts") or [])
+    prompt = ""
+    for c in reversed(contents):  # the last user turn that holds text: the prompt
+        if c.get("role") != "user":
+            continue
+        texts = [p["text"] for p in c.get("parts") or [] if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if texts:  # Gemini puts its session context and the SessionStart hook's context before the prompt
+            prompt = re.split(r"</(?:session_context|hook_context)>", "\n".join(texts))[-1]
+            break
+    if after_tool:
+        return "after_tool", [{"text": _reply_text(prompt, "The command printed cortex-tool-ok.")}]
+    if TOOL_WORD in prompt:
+        return "tool_call", [{"functionCall": {"name": "run_shell_command",
+                                               "args": {"command": TOOL_COMMAND, "description": "Print a marker"}}}]
+    return "text", [{"text": _reply_text(prompt, "Done.")}]
+
+
+def gemini_response(parts: list) -> dict:
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 120, "candidatesTokenCount": 20, "totalTokenCount": 140},
+            "modelVersion": "mock-model", "responseId": uuid.uuid4().hex}
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "CortexMockModel/1"
@@ -298,6 +352,18 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(200, openai_stream(resp), "text/event-stream")
             else:
                 self._send(200, resp)
+        elif mock.api == "gemini" and (":generateContent" in path or ":streamGenerateContent" in path):
+            kind, parts = gemini_decide(body)
+            entry["reply_kind"] = kind
+            mock.record(entry)
+            resp = gemini_response(parts)
+            if ":streamGenerateContent" in path:
+                self._send(200, ("data: " + json.dumps(resp) + "\r\n\r\n").encode(), "text/event-stream")
+            else:
+                self._send(200, resp)
+        elif mock.api == "gemini" and ":countTokens" in path:
+            mock.record(entry)
+            self._send(200, {"totalTokens": 100})
         else:
             mock.record(entry)
             self._send(404, {"error": {"type": "not_found_error", "message": "the mock does not serve %s" % path}})
@@ -307,7 +373,7 @@ class MockModel:
     """One mock API server on 127.0.0.1.  Use as a context manager, or start()/stop()."""
 
     def __init__(self, api: str, log_path: str = None, max_seconds: float = 900, max_requests: int = 2000):
-        if api not in ("anthropic", "openai"):
+        if api not in ("anthropic", "openai", "gemini"):
             raise ValueError(api)
         self.api, self.log_path = api, log_path
         self.max_seconds, self.max_requests = max_seconds, max_requests
@@ -338,6 +404,8 @@ class MockModel:
             return list(self.requests[mark:])
 
     def model_requests(self, mark: int = 0) -> list:
+        if self.api == "gemini":  # the conversation calls, not the router's JSON classification
+            return [r for r in self.since(mark) if r["method"] == "POST" and ":streamGenerateContent" in r["path"]]
         suffix = "/messages" if self.api == "anthropic" else "/responses"
         return [r for r in self.since(mark) if r["method"] == "POST" and r["path"].split("?")[0].endswith(suffix)]
 
@@ -382,7 +450,7 @@ class MockModel:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Scripted mock of the Anthropic Messages / OpenAI Responses API.")
-    ap.add_argument("api", choices=("anthropic", "openai"))
+    ap.add_argument("api", choices=("anthropic", "openai", "gemini"))
     ap.add_argument("--log", help="append every request here as JSON lines")
     ap.add_argument("--port-file", help="write the bound port here")
     ap.add_argument("--max-seconds", type=float, default=900)

@@ -55,7 +55,10 @@ def env_for(home, **extra) -> dict:
 def run_measured(cmd, env, stdin: bytes = b"", timeout: float = 300, preexec_fn=None, cwd=None):
     """Run a command to its end; returns (returncode, stdout, stderr, peak RSS in MiB, wall seconds).
 
-    The peak RSS is the child's own (os.wait4), not the maximum over every child this process ever had."""
+    The peak RSS is the child's own: on Linux its VmHWM, read from /proc while it runs (the high-water mark
+    of its own address space), because the wait4 figure also carries the peak of the process that forked it
+    (Linux keeps it across fork and exec), which made a big pytest process fail a small hook's bound;
+    elsewhere the wait4 figure."""
     import tempfile
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as fin, tempfile.TemporaryFile() as fout, tempfile.TemporaryFile() as ferr:
@@ -63,7 +66,9 @@ def run_measured(cmd, env, stdin: bytes = b"", timeout: float = 300, preexec_fn=
         fin.seek(0)
         p = subprocess.Popen(cmd, stdin=fin, stdout=fout, stderr=ferr, env=env, cwd=cwd, preexec_fn=preexec_fn)
         deadline = t0 + timeout
+        hwm = 0
         while True:
+            hwm = max(hwm, _vm_hwm_kib(p.pid))
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
             if pid:
                 break
@@ -77,7 +82,20 @@ def run_measured(cmd, env, stdin: bytes = b"", timeout: float = 300, preexec_fn=
         fout.seek(0)
         ferr.seek(0)
         rss_mib = ru.ru_maxrss / 1024.0 if sys.platform != "darwin" else ru.ru_maxrss / 1048576.0
+        if hwm:
+            rss_mib = hwm / 1024.0
         return p.returncode, fout.read(), ferr.read(), rss_mib, wall
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    try:
+        with open("/proc/%d/status" % pid, "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def hook(home, payload, kind: str = "stop", client: str = "claude-code", env=None, timeout: float = 60):

@@ -290,3 +290,99 @@ def test_private_spans_never_reach_the_log(tmp_path):
     home, _path = _private_home(tmp_path)
     log = read_log(home)
     assert not [p for p in PRIVATE if p in log]
+
+
+# ----------------------------------------------------------------------------------------- the vendor catalog
+
+def _catalog_leaked(sample, out: str) -> bool:
+    return any(f[i:i + 8] in out for f in sample.fragments for i in range(len(f) - 7))
+
+
+def test_catalog_recall_of_redact_over_every_format_and_position():
+    """Every format of secrets_corpus.FORMATS (over 100 vendor formats, keys and key files) in every position
+    (prose, KEY=value, JSON, command line, URL, config/code file, a text cut inside the secret, line-split),
+    plus passwords on command lines: `redact` alone."""
+    from cortex.model import redact
+    from .secrets_corpus import FORMATS, POSITIONS, catalog
+    cat = catalog()
+    missed = [s for s in cat if _catalog_leaked(s, redact.clean(s.text)[0])]
+    recall = 1 - len(missed) / len(cat)
+    report("secrets: catalog, redact", formats=len(FORMATS), positions=len(POSITIONS), samples=len(cat),
+           missed=len(missed), recall="%.1f%%" % (100 * recall),
+           missed_by=sorted({"%s/%s" % (s.kind, s.form) for s in missed}))
+    assert len(FORMATS) >= 100 and len(POSITIONS) >= 8
+    assert recall >= 0.98, [(s.kind, s.form, s.text[:80]) for s in missed[:10]]
+
+
+def test_catalog_recall_through_the_pipeline(tmp_path):
+    """The same samples written by the assistant as `[MEMORY: learned]` notes (one line each, as a tag line is)
+    in a real Claude Code transcript; then the hook, the normalizer,
+    session start and export.  A sample is recalled when no 8-character window of it is in any record field,
+    the index bytes, the block, the export or the log."""
+    from cortex.brief import session_start
+    from cortex.ops import manage
+    from cortex_testkit import append_turns, drop_event, hook_payload
+    from .secrets_corpus import catalog
+    cat = catalog()[::5]  # every 5th sample: every format, every position (5 and 8 are coprime); all take minutes
+    home = make_home(tmp_path / "home")
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    turns = [("assistant", "[MEMORY: learned] Deploy credential note %d: %s" % (i, " ".join(s.text.split())))
+             for i, s in enumerate(cat)]
+    append_turns(path, turns)
+    drop_event(home, hook_payload(path))
+    stats = norm.run(home)
+    assert stats["failed"] == 0
+    cwd = transcript_meta(path, "claude-code").cwd
+    recs = list(manage.export_records(home))
+    hay = {
+        "records": "\n".join(b.decode("utf-8", "replace") for b in record_files(home).values()),
+        "index": db_text(home.index_db) + "\n" + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
+        "logs": read_log(home),
+        "block": session_start.build(home, cwd)[0],
+        "export": "\n".join(manage.export_line(r) for r in recs),
+    }
+    everything = "\n".join(hay.values())
+    missed = [s for s in cat if _catalog_leaked(s, everything)]
+    notes = sum(1 for r in recs if "Deploy credential note" in r["text"])
+    recall = 1 - len(missed) / len(cat)
+    report("secrets: catalog, real pipeline", samples=len(cat), note_records=notes, missed=len(missed),
+           recall="%.1f%%" % (100 * recall), missed_in={k: sum(1 for s in missed if _catalog_leaked(s, v))
+                                                        for k, v in hay.items()})
+    assert notes >= 0.5 * len(cat)  # the notes did become records (some merge: same type, close text)
+    assert recall >= 0.98, [(s.kind, s.form) for s in missed[:10]]
+
+
+def _ordinary_strings():
+    """Strings that are not secrets: code identifiers (from Cortex's own source and the fixtures' code),
+    git SHAs, hashes, UUIDs."""
+    import hashlib
+    import re
+    import uuid
+    from .helpers import REPO
+    idents = set()
+    for p in sorted((REPO / "cortex").rglob("*.py")):
+        idents.update(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]{7,}\b", p.read_text(encoding="utf-8")))
+    for p in sorted((REPO / "tests" / "fixtures" / "transcripts").rglob("*.jsonl"))[:6]:
+        idents.update(re.findall(r"\b[A-Za-z_][A-Za-z0-9_]{7,40}\b", p.read_text(encoding="utf-8"))[:4000])
+    r = random.Random(99)
+    ids = []
+    for i in range(400):
+        seed = str(r.random()).encode()
+        ids += [hashlib.sha1(seed).hexdigest(), hashlib.sha256(seed).hexdigest(), str(uuid.UUID(int=r.getrandbits(128))),
+                hashlib.sha1(seed).hexdigest()[:7], "sha256:" + hashlib.sha256(seed).hexdigest(),
+                hashlib.md5(seed).hexdigest()]
+    return sorted(idents), ids
+
+
+def test_false_positives_on_identifiers_hashes_uuids_and_shas():
+    from cortex.model import redact
+    idents, ids = _ordinary_strings()
+    forms = ("{}", "call {}() next", "x = {}", "see {} in the diff", "commit {}", "the key is {}",
+             '{{"id": "{}", "ok": true}}', "ended at {}", "ended at {}…")
+    texts = [f.format(x) for i, x in enumerate(idents + ids) for f in forms[i % len(forms):][:3]]
+    flagged = [t for t in texts if redact.redact(t)[1]]
+    rate = len(flagged) / len(texts)
+    report("secrets: false positives on ordinary strings", identifiers=len(idents), hashes_uuids_shas=len(ids),
+           texts=len(texts), flagged=len(flagged), rate="%.2f%%" % (100 * rate), examples=flagged[:5])
+    assert len(idents) >= 1000
+    assert rate <= 0.01, flagged[:20]

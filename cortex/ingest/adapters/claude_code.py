@@ -349,7 +349,8 @@ class _State:
             if m:
                 exit_code = int(m.group(1))
         if len(text) > RESULT_TEXT_LIMIT:
-            text = text[:RESULT_TEXT_LIMIT]
+            from cortex.model import redact
+            text = redact.cut(text, RESULT_TEXT_LIMIT)  # never inside a word: no secret is kept in part
         return Entry(
             TOOL_RESULT, text, ref, ts,
             tool=call.tool if call else None,

@@ -437,7 +437,9 @@ def _str(v):
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
+    """At most TEXT_LIMIT characters, never ending inside a word, so no secret is left in part (issue #18)."""
+    from cortex.model import redact
+    return text if len(text) <= TEXT_LIMIT else redact.cut(text, TEXT_LIMIT)
 
 
 def _content_text(content) -> str:

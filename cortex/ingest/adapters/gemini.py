@@ -70,7 +70,9 @@ class GeminiAdapter(Adapter):
     def _parse_document(self, data: bytes, cursor: int) -> ParseResult:
         meta = SessionMeta(client="gemini")
         try:
-            doc = json.loads(data)
+            doc = _jsonl_document(data)
+            if doc is None:
+                doc = json.loads(data)
         except (ValueError, RecursionError):
             _meta_from_fragment(meta, data)
             return ParseResult(meta=meta, cursor=cursor, truncated=True,
@@ -101,6 +103,55 @@ class GeminiAdapter(Adapter):
         return result
 
 
+def _jsonl_document(data: bytes):
+    """The chat document a JSON Lines chat file describes, or None when `data` is not one.
+
+    Gemini CLI 0.6x appends to its chat file instead of rewriting it: the first line is the session's
+    header, a message line adds a message or replaces the one with the same id (a tool call's result
+    is written as a new version of its message), and {"$set": {...}} sets top-level keys (the whole
+    `messages` list at the start of a session or after a rewind). A last line cut by a write in
+    progress is left for the next read."""
+    nl = data.find(b"\n")
+    if nl == -1:
+        return None
+    try:
+        header = json.loads(data[:nl])
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(header, dict) and "sessionId" in header and "messages" not in header and "type" not in header):
+        return None
+    doc = dict(header)
+    doc["messages"], where = [], {}
+    for raw in data[nl + 1:].split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue  # a line being written, or a broken one: the lines around it still count
+        if not isinstance(obj, dict):
+            continue
+        if isinstance(obj.get("$set"), dict):
+            for key, value in obj["$set"].items():
+                if key == "messages":
+                    value = [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+                    where = {m.get("id"): i for i, m in enumerate(value) if isinstance(m.get("id"), str)}
+                doc[key] = value
+        elif "$set" not in obj and "$unset" not in obj and isinstance(obj.get("type"), str):
+            mid = obj.get("id")
+            if isinstance(mid, str) and mid in where:
+                doc["messages"][where[mid]] = obj
+            else:
+                if isinstance(mid, str):
+                    where[mid] = len(doc["messages"])
+                doc["messages"].append(obj)
+    return doc
+
+
+# Context the CLI or a hook puts into the first user turn; not what the user typed.
+_INJECTED_BLOCK = re.compile(r"<(session_context|hook_context)>.*?(?:</\1>|\Z)", re.S)
+
+
 def _message(out: list, msg: dict, index: int):
     ref = f"M{index}"
     ts = _str(msg.get("timestamp"))
@@ -108,6 +159,10 @@ def _message(out: list, msg: dict, index: int):
     typ = msg.get("type")
     text = _content_text(msg.get("content"))
     if typ == "user":
+        injected = _INJECTED_BLOCK.findall(text) and [m.group(0) for m in _INJECTED_BLOCK.finditer(text)]
+        if injected:
+            out.append(Entry(kind=INJECTED, text="\n".join(injected), ref=ref, ts=ts, message_id=mid))
+            text = _INJECTED_BLOCK.sub("", text).strip()
         if _CORTEX_TAG in text:
             blocks = _CORTEX_BLOCK.findall(text)
             out.append(Entry(kind=INJECTED, text="\n".join(blocks), ref=ref, ts=ts,
@@ -169,7 +224,9 @@ def _str(v):
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT]
+    """At most TEXT_LIMIT characters, never ending inside a word, so no secret is left in part (issue #18)."""
+    from cortex.model import redact
+    return text if len(text) <= TEXT_LIMIT else redact.cut(text, TEXT_LIMIT)
 
 
 def _content_text(content) -> str:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the devchats corpus through the installed Cortex commands and score it against a rank-bm25 baseline.
 
-    python evaluate.py [--seed 7] [--chats 180] [--keep DIR] [--json FILE] [--normalize-every N]
+    python -m cortex.bench.devchats [--seed 7] [--chats 180] [--keep DIR] [--json FILE] [--normalize-every N]
 
 Only the installed commands are used (subprocess): cortex-stop, cortex-normalize, cortex export,
 cortex recall --json, cortex show --json (fallback), cortex-prompt.  Everything happens in a temporary
@@ -20,9 +20,7 @@ import time
 import uuid
 from datetime import datetime, timedelta, timezone
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import generate  # noqa: E402
+from cortex.bench.devchats import generate
 
 K = 5
 WORD = re.compile(r"[a-z0-9]+")

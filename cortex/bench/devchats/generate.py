@@ -17,8 +17,7 @@ import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from specs import DEVS, EXTRA_FUNCS, PROJECT, RULES  # noqa: E402
+from cortex.bench.devchats.specs import DEVS, EXTRA_FUNCS, PROJECT, RULES
 
 VERSIONS = ["2.0.64", "2.0.76", "2.1.4", "2.1.39"]
 MODEL = "claude-sonnet-4-5-20250929"

@@ -1,0 +1,70 @@
+"""What a statement is about: the code identifiers it names.  Pure functions, no model calls.
+
+Used by the conversation-decision layer (to name a decision's subject, also from the recent turns
+when the agreeing turn is terse) and by the consolidator (a later rule on the same subject updates
+an earlier one).
+"""
+import re
+
+FILE_EXT = (r"py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|rb|java|kt|kts|scala|swift|c|h|cc|cpp|hpp|cs|php|ex|exs|erl|"
+            r"clj|lua|sql|sh|bash|zsh|yml|yaml|json|toml|ini|cfg|conf|md|rst|txt|html|css|scss|vue|svelte|"
+            r"proto|graphql|gql|tf|lock|env|xml|gradle|dockerfile")
+BACKTICK_RE = re.compile(r"`([^`\n]{1,80})`")
+CALL_RE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\))")
+PATH_RE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/){2,}[\w.-]*|(?:[\w.-]+/)*[\w-]+\.(?:%s)|[\w.-]+/[\w.-]*[_.][\w.-]*)"
+                     r"(?![\w/])" % FILE_EXT, re.I)
+CAMEL_RE = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)(?![\w(])")
+SNAKE_RE = re.compile(r"(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(])")
+DOTTED_RE = re.compile(r"(?<![\w.-])([a-z_][a-z0-9_]{1,}(?:\.[a-z_][a-z0-9_]{1,})+)(?![\w(])")
+NOT_IDENT = {"e.g", "i.e", "etc", "vs", "a.m", "p.m"}
+# CamelCase words that are ordinary English or product names rather than parts of this code base
+COMMON_CAMEL = {"iPhone", "iOS", "macOS", "eBay", "YouTube", "GitHub", "GitLab", "JavaScript", "TypeScript",
+                "PostgreSQL", "MySQL", "NoSQL", "OpenAI", "ChatGPT", "LinkedIn", "PowerPoint", "WiFi"}
+
+
+def _clean(tok: str) -> str:
+    tok = tok.strip().strip(".,;:!?'\"")
+    tok = re.sub(r"\(.*\)$", "()", tok)  # foo(a, b) -> foo()
+    return tok
+
+
+def _looks_like_code(tok: str) -> bool:
+    if not tok or len(tok) > 60 or tok.lower() in NOT_IDENT:
+        return False
+    if " " in tok:  # a command or a phrase in backticks: keep short ones that look like code
+        return len(tok.split()) <= 3 and bool(re.search(r"[_./()=-]", tok))
+    return bool(re.search(r"[A-Za-z]", tok))
+
+
+def subjects(text: str) -> list:
+    """The identifiers `text` names, in order of appearance, each once: backticked spans, calls
+    (`foo()`), file paths, CamelCase and snake_case names, dotted module names."""
+    found = []
+    for pat in (BACKTICK_RE, CALL_RE, PATH_RE, CAMEL_RE, SNAKE_RE, DOTTED_RE):
+        for m in pat.finditer(text or ""):
+            tok = _clean(m.group(1))
+            if pat is CAMEL_RE and (tok in COMMON_CAMEL or len(tok) < 4):
+                continue
+            if _looks_like_code(tok):
+                found.append((m.start(1), -len(m.group(1)), m.end(1), tok))
+    out, seen, spans = [], set(), []
+    for start, _, end, tok in sorted(found):
+        key = tok.lower().rstrip("()")
+        if key in seen or any(a <= start and end <= b for a, b in spans):
+            continue  # named already, or part of a longer name (`a/b.py` holds b.py)
+        seen.add(key)
+        spans.append((start, end))
+        out.append(tok)
+    return out
+
+
+def subject_terms(ident: str) -> frozenset:
+    """The index terms that stand for an identifier: its compound form (`retry_upload()` -> retryupload,
+    a path as written), or every term when it has no compound form."""
+    from cortex.store.terms import tokenize
+    toks = tokenize(ident)
+    if not toks:
+        return frozenset()
+    if len(toks) > 1 and (re.search(r"[_/.]|[a-z][A-Z]", ident)):
+        return frozenset(toks[:1])
+    return frozenset(toks)

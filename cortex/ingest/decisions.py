@@ -1,0 +1,407 @@
+"""Decisions settled in conversation.  Pure functions over consecutive turns, no model calls.
+
+People settle a rule piecewise: the assistant proposes, the user agrees (often adding a condition or
+an exception, which belongs to the decision), the assistant sums up what was agreed.  Or the user
+states the rule ("never ...", "from now on ...", "keep ours"), or turns down the obvious alternative
+with a reason ("no, not a cron job -- it drifts when the box sleeps").  This layer sees the turns in
+order, with the state carried across windows (`step` is called per entry and the state is saved in the
+cursor), so a proposal in one window and the agreement in the next make one decision, the same one
+on every rerun.
+
+Evidence sets the confidence: accepted by the user (0.9; 0.95 when the assistant also sums it up)
+> summed up by the assistant alone (0.8) > stated by the assistant alone (the keyword layer, at most
+0.75).  A decision names its subject (identifiers of the text, else of the proposal, else of the
+recent turns) so a search for the function finds it.  Brainstorming, hypotheticals, questions,
+"maybe later", the user declining and routine narration make nothing.
+"""
+import re
+
+from cortex.curate.subjects import subjects
+
+ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
+RECENT = 8
+
+_ = r"[\s,.!:;—–-]*"
+AGREE_RE = re.compile(
+    r"^\s*(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
+    r"reasonable|perfect)|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)|works|makes sense|is fine)|"
+    r"works for me|fine by me|makes sense|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
+    r"approved|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
+    r"this|it)|go with (?:that|this|it)|\+1|👍)\b(?![-'])" + _ + r")+", re.I)
+CHOOSE_RE = re.compile(r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
+                       r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
+                       r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"
+                       r"(?:go\s+with|take|pick|choose)\s+(?:the\s+)?(?P<ord>first|second|third|fourth|last)"
+                       r"(?:\s+(?:one|option|approach))?\b", re.I)
+ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
+# a reply that only adds the condition ("only if the cache is cold", "except for admin users")
+COND_ONLY_RE = re.compile(r"^\s*(?:but\s+)?(?:only\s+(?:if|for|when|on|in)|except(?:\s+for|\s+when|\s+if)?|as\s+long\s+as|"
+                          r"provided\s+(?:that\s+)?|unless)\b", re.I)
+DECLINE_RE = re.compile(r"^\s*(?:no\b|nope|nah|not\s+(?:now|yet|really|sure|for now)|maybe|perhaps|hmm+|let me think|"
+                        r"i'?m not sure|not sure|let'?s not|hold off|wait|don'?t|never\s?mind|later|park|skip)", re.I)
+POSTPONE_RE = re.compile(r"\b(?:for now|later|not now|not yet|park (?:it|that|this)|let'?s revisit|think about it|"
+                         r"hold off|another time|some ?day|backlog|next sprint|down the road|not today|not urgent)\b", re.I)
+CONDITION_RE = re.compile(r"^\s*(?:(?:but|and|though|although|just|however)\s+)*(?:only\b|except\b|unless\b|as long as\b|"
+                          r"provided\b|if\b|when\b|with\b|without\b|for\b|not\s+for\b|not\s+on\b|not\s+in\b|excluding\b|"
+                          r"make sure\b|keep\b|also\b|never\b|always\b|plus\b|leave\b|skip\b|ignore\b|treat\b|"
+                          r"limit\b|cap\b|as well\b|too\b|but\b)", re.I)
+QUESTION_START_RE = re.compile(r"^\s*(?:(?:but|and|so|ok|okay)\s+)?(?:what|why|how|who|where|when|which|is|are|"
+                               r"do|does|did|can|could|would|will|should|shall|isn'?t|aren'?t|won'?t)\b", re.I)
+
+# -- what the assistant proposes ------------------------------------------------------------------
+PROPOSAL_RE = re.compile(
+    r"\b(?:I|we)\s+(?:propose|suggest|recommend)\b|\bI'?d\s+(?:suggest|recommend|propose|go\s+with|lean\s+towards?|"
+    r"prefer|make|keep|use|have|change|add|treat|return|raise|reject|drop|cap|limit|set|split|move|store|skip|"
+    r"only|rather|switch|put|do|default|log|retry|block|allow)\b|\bmy\s+(?:suggestion|recommendation|proposal)\b|"
+    r"^(?:\*\*)?(?:proposal|recommendation|suggestion|proposed\s+(?:rule|fix|change|approach|policy))(?:\*\*)?\s*:|"
+    r"\bhow\s+about\b|(?:^|,\s*)(?:should|shall)\s+(?:we|I)\b|\b(?:want|would\s+you\s+like)\s+me\s+to\b|"
+    r"\bthe\s+(?:rule|policy|convention)\s+(?:would|could|should)\s+be\b|^let'?s\s+(?!me\b|see\b|check\b|look\b|"
+    r"find\b|run\b|read\b|start\b|first\b|try\b)|\bwe\s+should\b|\bwhat\s+if\s+we\b", re.I)
+ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+(?:that|this)\s+(?:work|sound\s+\w+|"
+                    r"make\s+sense)|\b(?:ok|okay|agreed|alright)|\bgood\s+with\s+(?:that|this)|\bfine\s+with\s+(?:that|"
+                    r"this)|\bwhat\s+do\s+you\s+think|\bany\s+objections?|\bshall\s+I\s+(?:go\s+ahead|proceed)|"
+                    r"\bshould\s+I\s+(?:go\s+ahead|proceed)|\bwant\s+me\s+to\s+(?:go\s+ahead|proceed)|\bwork\s+for\s+you|"
+                    r"\byour\s+call|\bwhich\s+(?:one|option)\s+do\s+you\s+prefer)\s*\??\s*$", re.I)
+NARRATION_RE = re.compile(r"^(?:(?:now|first|next|then|ok(?:ay)?|great|alright),?\s+)?(?:let\s+me|I'?ll|I\s+will|I'?m\s+"
+                          r"going\s+to|I\s+am\s+going\s+to|I'?m)\s+(?:now\s+|first\s+)?(?:read|check|look|run|open|"
+                          r"search|grep|inspect|start|examine|review|see|find|view|list|explore|investigate|try|"
+                          r"verify|take|dig|go\s+through|scan|fetch|pull|compile|test|re-?run|summari[sz]e)\b", re.I)
+WEAK_ACTION_RE = re.compile(r"\b(?:want|would\s+you\s+like)\s+me\s+to\s+(?:run|re-?run|read|check|look|open|commit|push|"
+                            r"continue|proceed|start|go\s+ahead|implement|write|create|merge|deploy|clean|format|lint|"
+                            r"fix\s+(?:it|that|this|the\s+typo)|show|explain|add\s+tests?|update\s+the\s+docs?)\b|"
+                            r"^(?:should|shall)\s+I\s+(?:run|re-?run|read|check|look|open|commit|push|continue|proceed|"
+                            r"start|go\s+ahead|implement|write|create|merge|deploy|show|explain)\b", re.I)
+HYPOTHETICAL_RE = re.compile(r"^(?:if\s+we|if\s+you|suppose|imagine|in\s+theory|hypothetically|one\s+option\s+would|"
+                             r"another\s+option|alternatively|or\s+we\s+could)\b|\b(?:we|you)\s+could\s+(?:also\s+)?"
+                             r"\w+.*\bor\b", re.I)
+OPTION_RE = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:\*\*)?(?:option|approach|choice|variant|plan)\s+(?P<label>[A-Z1-9])\b"
+                       r"(?:\*\*)?\s*(?:[:.)—–-]|\*\*)\s*(?:\*\*)?\s*(?P<text>.+)$|^\s*(?:\*\*)?(?P<label2>[A-C])[.)]"
+                       r"(?:\*\*)?\s+(?P<text2>.+)$")
+RECOMMEND_RE = re.compile(r"\b(?:I'?d|I|my)\s+(?:recommend|suggest|go\s+with|lean\s+towards?|prefer|pick|vote\s+for|"
+                          r"recommendation\s+is|suggestion\s+is|pick\s+is)\s+(?:is\s+)?(?:\*\*)?(?:option|approach|"
+                          r"choice|variant|plan)\s+(?P<label>[A-Z1-9])\b", re.I)
+LEAD_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|then|here'?s\s+(?:my|the)\s+(?:suggestion|proposal|recommendation)|"
+                     r"proposal|recommendation|suggestion|proposed\s+(?:rule|fix|change|approach|policy))\s*[:,—–-]\s*)*"
+                     r"(?:I'?d\s+(?:suggest|recommend|propose)|I\s+(?:suggest|recommend|propose)|my\s+(?:suggestion|"
+                     r"recommendation|proposal)\s+(?:is|would\s+be)|how\s+about|what\s+if|should|shall|I'?d)\s*"
+                     r"(?:that\s+|to\s+)?(?:we\s+)?", re.I)
+
+# -- the assistant sums up what was settled ----------------------------------------------------------
+SUMMARY_RE = re.compile(
+    r"(?:^|(?<=[.!\n]))\s*(?:\*\*)?(?:(?:so|ok(?:ay)?|great|perfect|got\s+it|understood|noted|alright)\s*[,—–:!.-]*\s*)*"
+    r"(?:to\s+(?:summari[sz]e|recap|confirm|sum\s+up)\s+(?:the\s+(?:decision|rule|agreement|policy)|what\s+we\s+"
+    r"(?:agreed|decided|settled)(?:\s+on)?)|(?:here'?s\s+|this\s+is\s+)?what\s+we\s+(?:agreed|decided|settled)(?:\s+on)?|"
+    r"we(?:'ve|\s+have)?\s+(?:agreed|decided|settled)(?:\s+on)?|(?:the\s+)?(?:agreed|final|new|updated|amended|settled|"
+    r"revised)\s+(?:rule|decision|policy|approach|convention)(?:\s+(?:is|for\s+[^:]{1,60}))?|(?:the\s+)?(?:rule|decision|"
+    r"policy|convention)(?:\s+(?:is\s+now|now|for\s+[^:]{1,60}))?|summary\s+of\s+(?:the\s+decision|what\s+we\s+agreed))"
+    r"(?:\*\*)?\s*(?::|—|–|\s-\s|\bthat\b|\bto\b|\bon\b)\s*(?:\*\*)?\s*(?P<body>.*)", re.I)
+SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
+BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
+
+# -- rules the user states --------------------------------------------------------------------------
+RULE_RE = re.compile(
+    r"^(?:(?:and|also|but|ok(?:ay)?|so|please|oh|btw|actually|one\s+more\s+thing|important|note|rule(?:\s+of\s+thumb)?)"
+    r"\s*[,:!—–-]?\s+)*(?:always\b|never\b(?!\s*mind)|don'?t\s+ever\b|do\s+not\s+ever\b|from\s+now\s+on\b|"
+    r"going\s+forward\b|only\s+(?:ever\s+)?(?:retry|use|call|run|accept|allow|write|read|log|deploy|merge|cache|"
+    r"send|return|store|keep|touch|change|bump|release|push)\b|keep\s+(?:ours|theirs|mine|both|our\s+version|"
+    r"their\s+version|the\s+existing|the\s+current|the\s+old)\b|make\s+sure\s+(?:to\s+|that\s+|we\s+|you\s+)?"
+    r"(?:always|never)\b|(?:we|you)\s+(?:must|should)\s+(?:always|never|not)\b|(?:it|that|this|they)\s+(?:must|"
+    r"should)\s+(?:always|never)\b)|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\b(?:should|must)\s+(?:always|never)\b|"
+    r"\b(?:don'?t|do\s+not)\s+ever\b|\bmust\s+not\b|\bkeep\s+(?:ours|theirs|our\s+version|their\s+version)\b|\bis\s+(?:not\s+)?allowed\s+to\b|\bthe\s+rule\s+is\b", re.I)
+RULE_EXCLUDE_RE = re.compile(r"\bnever\s*mind\b|\b(?:always|never)\s+(?:been|had|did|was|were|worked|works|work|fails?|"
+                             r"failed|seen|saw|happens?|happened|knew|know|understood|gets?|got|used|liked|thought|"
+                             r"noticed|wanted|seems?|seemed|forget|forgot|remember)\b|^\s*(?:I|I'?ve|I'?m|you\s+"
+                             r"always|you\s+never)\b|\b(?:would|could|might)\b|^\s*(?:if|what\s+if|suppose|imagine|"
+                             r"maybe|perhaps|should\s+we|do\s+we|can\s+we|would)\b", re.I)
+ANAPHORA_RE = re.compile(r"\b(?:it|its|this|that|these|those|there|here|ours|theirs|the\s+(?:function|method|file|"
+                         r"module|class|endpoint|job|handler|helper|test|component|service|script|query|rule))\b", re.I)
+
+# -- the user turns down an alternative, with the reason ----------------------------------------------
+REJECT_RE = re.compile(
+    r"^\s*(?:(?:no|nope|nah)\b[\s,.!;:—–-]*)?(?:(?:definitely|please|but)\s+)?(?:not|no|don'?t\s+use|never\s+use|avoid)\s+"
+    r"(?P<alt>(?:a|an|the|any|another)?\s*[^—–:;,.!?()]{2,60}?)\s*(?:[—–:;,(]|\s-\s|\.\s|\s+(?:because|since|as|it|"
+    r"they|that|which|those|these)\b)\s*(?P<reason>[^?]{12,})$", re.I)
+NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way|at\s+all|for\s+now|so\s+fast|yet\s+\w+|"
+                        r"this\s+time|right\s+now|needed|necessary|worth\s+it|a\s+problem|an\s+issue|bad|great|"
+                        r"ideal|true|the\s+case|something|anything|much|many|all|every)\b|"
+                        # the conversation itself ("no, not a decision -- just thinking aloud")
+                        r"^(?:(?:a|an|the|any)\s+)?(?:(?:final|real|firm|formal|new)\s+)?(?:decision|rule|proposal|"
+                        r"suggestion|question|request|plan|priority|requirement|commitment|big\s+deal|thing|"
+                        r"problem|issue|blocker)s?(?:\s+(?:yet|now|for\s+now|just\s+yet|at\s+all))?$", re.I)
+PRONOUN_ALT = re.compile(r"^(?:that|this|it|that\s+one|this\s+one|that\s+approach|this\s+approach|that\s+idea)$", re.I)
+IMPERATIVE_RE = re.compile(r"^(?:(?:instead|rather)\s*[,:]?\s*)?(?:just\s+)?(?:use|go\s+with|make\s+it|let'?s\s+use|"
+                           r"switch\s+to|do\s+it\s+(?:with|in|via)|put\s+it\s+in|store\s+it\s+in|run\s+it\s+(?:from|as|"
+                           r"with|in|via)|have\s+it)\b", re.I)
+
+SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
+
+
+def _sentences(text):
+    for s in SENT_RE.split(text):
+        s = s.strip()
+        if s:
+            yield s
+
+
+def _tidy(s: str) -> str:
+    s = re.sub(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)", "", s)
+    s = s.replace("**", "").replace("__", "")
+    return re.sub(r"\s+", " ", s).strip()
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:] if s else s
+
+
+def _prose(text: str) -> str:
+    return CODE_FENCE_RE.sub("\n", text or "")
+
+
+def initial_state() -> dict:
+    return {"proposal": None, "recent": [], "accepted": None}
+
+
+# -- proposals ----------------------------------------------------------------------------------------
+
+def proposal_of(text: str):
+    """What an assistant turn puts to the user, or None: {text, options, recommended}.  A turn with no
+    proposal marker and no closing ask proposes nothing; narration and offers to run routine work
+    are not proposals."""
+    prose = _prose(text)
+    options = {}
+    for m in OPTION_RE.finditer(prose):
+        label = (m.group("label") or m.group("label2")).upper()
+        body = _tidy(m.group("text") or m.group("text2"))
+        if label not in options and len(body.split()) >= 2:
+            options[label] = body
+    rec = RECOMMEND_RE.search(prose)
+    recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
+    sents = [_tidy(s) for s in _sentences(prose)]
+    sents = [s for s in sents if s and not OPTION_RE.match(s)]
+    picked, asked = [], False
+    for i, s in enumerate(sents):
+        core = re.sub(r"\s*\?+$", "", s)
+        if ASK_RE.search(s) and len(core.split()) <= 8:
+            asked = True
+            if not picked:  # "Sound good?" after the proposal itself: the prose before it
+                before = [p for p in sents[max(0, i - 2):i] if not NARRATION_RE.search(p) and not p.endswith("?")
+                          and not p.endswith(":")]
+                picked.extend(before[-2:])
+            continue
+        if NARRATION_RE.search(s) or WEAK_ACTION_RE.search(s) or HYPOTHETICAL_RE.search(s):
+            continue
+        if PROPOSAL_RE.search(s):
+            asked = asked or s.endswith("?")
+            picked.append(s)
+    if not picked and not options:
+        return None
+    if not asked and not options and not any(re.search(r"\b(?:propose|suggest|recommend|I'?d)\b", p, re.I)
+                                             for p in picked):
+        return None
+    return {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
+
+
+def _statement(proposal: str) -> str:
+    """A proposal as a statement: "Should we make X do Y?" -> "Make X do Y"."""
+    out = []
+    for s in _sentences(proposal):
+        if ASK_RE.search(s) and len(s.split()) <= 8:
+            continue
+        s = LEAD_RE.sub("", s, count=1).strip()
+        # "For `x()` I'd retry 3 times" -> "For `x()`: retry 3 times"
+        s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
+                   r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)
+        s = re.sub(r"[\s?]+$", "", s)
+        s = re.sub(r",?\s*(?:sound\s+good|ok|okay|right|agreed|does\s+that\s+work)\s*$", "", s, flags=re.I)
+        if s:
+            out.append(_cap(s.rstrip(".") + "."))
+    return " ".join(out)
+
+
+# -- per entry ---------------------------------------------------------------------------------------
+
+def _subject_prefix(text: str, *contexts) -> str:
+    if subjects(text):
+        return ""
+    for ctx in contexts:
+        if isinstance(ctx, list):
+            names = list(reversed(ctx))
+        else:
+            names = subjects(ctx or "")
+        if names:
+            return "For `%s`: " % names[0].strip("`")
+    return ""
+
+
+def _condition(rest: str):
+    """(condition or '', ok): what the user added after agreeing.  ok is False when the reply goes on
+    with a question or a postponement (not a settled agreement)."""
+    rest = re.sub(r"^[\s,.!:;—–-]+", "", rest)
+    first = next(iter(_sentences(rest)), "") if rest.strip() else ""
+    if not first:
+        return "", True
+    if POSTPONE_RE.search(rest.split("\n")[0]):
+        return "", False
+    if first.rstrip().endswith("?") or QUESTION_START_RE.match(first) and "?" in first:
+        return "", False
+    if CONDITION_RE.match(first):
+        return _tidy(re.sub(r"^\s*(?:but|and|though|although|however)\s+(?=only|except|unless|not|as long)", "", first,
+                            flags=re.I)).rstrip("."), True
+    return "", True
+
+
+def _with_condition(statement: str, cond: str) -> str:
+    if not cond:
+        return statement
+    return "%s — %s." % (statement.rstrip("."), cond.rstrip(".")) if statement else _cap(cond) + "."
+
+
+def user_turn(text: str, st: dict):
+    """[(type, text, confidence, layer-kind)] for a user turn, given the proposal it answers."""
+    out = []
+    prose = _prose(text).strip()
+    if not prose or prose.startswith("/"):
+        return out
+    prop = st.get("proposal")
+    first_line = prose.split("\n")[0]
+    choose = CHOOSE_RE.match(first_line)
+    agree = AGREE_RE.match(prose)
+    cond_only = COND_ONLY_RE.match(prose)
+    if prop and (choose or agree or cond_only) and not DECLINE_RE.match(prose):
+        statement = None
+        if choose:
+            opts = prop.get("options") or {}
+            label = choose.group("label")
+            if choose.group("ord") and opts:
+                keys = sorted(opts)
+                idx = ORDINALS[choose.group("ord").lower()]
+                label = keys[idx] if -len(keys) <= idx < len(keys) else None
+            if label and label.upper() in opts:
+                statement = _cap(opts[label.upper()].rstrip(".") + ".")
+            rest = prose[choose.end():]
+        else:
+            rest = prose[agree.end():] if agree else prose
+            if prop.get("options") and not prop.get("recommended") and not prop.get("text"):
+                statement = None  # "yes" to several options with no recommendation: which one?
+            elif prop.get("options") and prop.get("recommended"):
+                statement = _cap(prop["options"][prop["recommended"]].rstrip(".") + ".")
+            else:
+                statement = _statement(prop.get("text") or "")
+        cond, ok = _condition(rest)
+        if statement and ok and len(statement.split()) >= 3:
+            text_ = _with_condition(statement, cond)
+            text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
+                                    st.get("recent")) + text_
+            out.append(("decision", text_, ACCEPTED, "accepted"))
+            return out
+    # the user turns down the alternative with a reason, and maybe says what to do instead
+    sents = list(_sentences(prose))
+    for i, s in enumerate(sents):
+        s = _tidy(s)
+        if s.endswith("?"):
+            continue
+        m = REJECT_RE.match(s) if i == 0 or re.match(r"^(?:no|not|don'?t|never|avoid)\b", s, re.I) else None
+        if m and not NOT_AN_ALT.match(m.group("alt").strip()):
+            alt, reason = m.group("alt").strip(), m.group("reason").strip().rstrip(".")
+            if PRONOUN_ALT.match(alt):
+                if not prop or not prop.get("text"):
+                    continue
+                alt = _statement(prop["text"]).rstrip(".")
+            if len(reason.split()) < 3 or POSTPONE_RE.search(reason):
+                continue
+            text_ = "Not %s: %s." % (alt, reason)
+            text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+            rejection = ("rejected", text_, USER_REJECTED, "rejected")
+            for later in sents[i + 1:i + 3]:
+                later = _tidy(later)
+                if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:
+                    d = "%s (instead of %s)." % (later.rstrip("."), alt)
+                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + _cap(d),
+                                USER_RULE, "rule"))
+                    break
+            return out + [rejection]  # the choice first, then what it was chosen over
+    # rules the user states
+    for s in sents:
+        s = _tidy(s)
+        if s.endswith("?") or len(s.split()) < 3 or not RULE_RE.search(s) or RULE_EXCLUDE_RE.search(s):
+            continue
+        if POSTPONE_RE.search(s) and not re.search(r"\bfrom now on\b|\bgoing forward\b", s, re.I):
+            continue
+        text_ = _cap(s.rstrip(".") + ".")
+        prefix = ""
+        if not subjects(text_) and ANAPHORA_RE.search(text_):
+            prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("recent"))
+        out.append(("decision", prefix + text_, USER_RULE, "rule"))
+    return out
+
+
+def summary_of(text: str):
+    """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None."""
+    prose = _prose(text)
+    lines = prose.split("\n")
+    for i, line in enumerate(lines):
+        for part in [line] + [p for p in re.split(r"(?<=[.!])\s+", line)][1:]:
+            m = SUMMARY_RE.match(part)
+            if not m or not SUMMARY_LEAD_OK.search(part[:m.start("body")]):
+                continue
+            body = m.group("body").strip()
+            if not body or body.endswith(":"):
+                items = []
+                for nxt in lines[i + 1:i + 7]:
+                    b = BULLET_RE.match(nxt)
+                    if b:
+                        items.append(_tidy(b.group(1)).rstrip(".;"))
+                    elif items or nxt.strip():
+                        break
+                body = (body.rstrip(":") + ": " if body.rstrip(":") else "") + "; ".join(items)
+            body = _tidy(body)
+            if body.endswith("?") or len(body.split()) < 4 or NARRATION_RE.search(body):
+                continue
+            return _cap(body.rstrip(".") + ".")
+    return None
+
+
+def step(kind: str, text: str, st: dict, key_base: str):
+    """One USER or ASSISTANT entry.  Returns ([(type, text, confidence, kind, key)], st).  `kind` of each
+    result: accepted | summed | rule | rejected; `key` is set for an accepted decision, whose text the
+    assistant's summing-up in its next turn replaces (the same record, not a second one)."""
+    out = []
+    if kind == "user":
+        st["accepted"] = None
+        found = user_turn(text, st)
+        for i, (rtype, t, conf, k) in enumerate(found):
+            # the last decision of the turn is what the assistant's summing-up restates: the same record
+            last = rtype == "decision" and not any(f[0] == "decision" for f in found[i + 1:])
+            key = "decision:%s" % key_base if last else None
+            out.append((rtype, t, conf, k, key))
+            if last:
+                st["accepted"] = {"key": key, "text": t}
+        st["proposal"] = None
+    else:
+        summ = summary_of(text)
+        acc = st.get("accepted")
+        if summ:
+            if acc:
+                t = summ
+                cond = acc["text"].split(" — ", 1)[1] if " — " in acc["text"] else ""
+                if cond and not _covered(cond, summ):
+                    t = _with_condition(summ, cond)
+                t = _subject_prefix(t, acc["text"], st.get("recent")) + t
+                out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
+            else:
+                t = _subject_prefix(summ, st.get("recent")) + summ
+                out.append(("decision", t, SUMMED, "summed", None))
+        st["accepted"] = None
+        st["proposal"] = proposal_of(text)
+    names = subjects(_prose(text))
+    if names:
+        recent = [n for n in st.get("recent") or [] if n not in names] + names
+        st["recent"] = recent[-RECENT:]
+    return out, st
+
+
+def _covered(cond: str, summ: str) -> bool:
+    from cortex.store.terms import tokenize
+    a, b = set(tokenize(cond)), set(tokenize(summ))
+    return not a or len(a & b) >= max(1, len(a) // 2)

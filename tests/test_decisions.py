@@ -1,0 +1,349 @@
+"""Decisions that stay right: types users know, decisions settled in conversation, supersession.
+
+Each scenario is scripted as real Claude Code transcript lines, captured through the stop hook and
+normalized; the assertions read the records, the session-start block and `cortex recall`.
+"""
+import os
+import time
+
+import pytest
+
+import cortex_testkit as testkit
+
+from cortex.brief import session_start
+from cortex.store.records import canonical_type, iter_paths, read
+
+T0 = time.time() - 40 * 86400
+
+
+class Chat(testkit.Chat):
+    def stop(self, home, run: bool = True):  # every scenario here normalizes after each session
+        return super().stop(home, run)
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    return testkit.project_env(tmp_path, monkeypatch)
+
+
+def records(home, rtype=None):
+    out = [read(p) for p in iter_paths(home.records)]
+    return [r for r in out if rtype is None or r["type"] == rtype]
+
+
+def one(home, rtype, *words):
+    found = [r for r in records(home, rtype) if all(w.lower() in r["text"].lower() for w in words)]
+    assert len(found) == 1, (words, [r["text"] for r in records(home)])
+    return found[0]
+
+
+# -- types users know -------------------------------------------------------------------------------
+
+def test_type_names_of_other_memory_tools_map_onto_cortex_types():
+    assert canonical_type("architecture") == canonical_type("Convention") == canonical_type("patterns") == "decision"
+    assert canonical_type("constraint") == canonical_type("requirement") == "decision"
+    assert canonical_type("context") == canonical_type("insight") == canonical_type("note") == "learned"
+    assert canonical_type("bug") == "gotcha" and canonical_type("anti-pattern") == "rejected"
+    assert canonical_type("decision") == "decision" and canonical_type("nonsense") is None
+
+
+def test_memory_tags_and_remember_accept_the_known_type_names(env):
+    from cortex.ops.manage import CortexError, remember
+    home, project, root = env
+    Chat(root, project, "t1", T0).turns(
+        ("assistant", "[MEMORY: architecture] The HTTP handlers reach storage only through `RecordRepository`."),
+        ("assistant", "[MEMORY: context] The nightly export runs on a box that sleeps between 01:00 and 05:00."),
+        ("assistant", "[MEMORY: bug] `parse_date()` returns local time when the string has no offset."),
+        ("user", "[MEMORY: convention] Test files are named after the module they cover."),
+    ).stop(home)
+    assert "RecordRepository" in one(home, "decision", "RecordRepository")["text"]
+    one(home, "learned", "nightly export")
+    one(home, "gotcha", "parse_date")
+    one(home, "decision", "Test files are named")
+    rec = remember(home, "Public endpoints are versioned in the path", rtype="requirement", cwd=project)
+    assert rec["record"]["type"] == "decision"
+    with pytest.raises(CortexError):
+        remember(home, "x y z", rtype="nonsense", cwd=project)
+
+
+# -- supersession on natural wording --------------------------------------------------------------
+
+def current_decisions(home, project):
+    text, details = session_start.build(home, project)
+    return text, [r["text"] for r in details["kept"] if r["type"] == "decision"]
+
+
+def test_reported_case_rest_then_graphql_for_the_public_api_lists_only_graphql(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("user", "Which style for the public API?"),
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because browsers and curl "
+                      "can call it without generated stubs."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(("user", "Let's fix the flaky test in the uploader."),
+                                               ("assistant", "Fixed: the test waited on a real clock.")).stop(home)
+    Chat(root, project, "s3", T0 + 9 * 86400).turns(
+        ("user", "Mobile needs nested reads in one round trip."),
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL because the mobile "
+                      "client needs nested reads in one round trip."),
+    ).stop(home)
+    rest = one(home, "decision", "Chose REST")
+    gql = one(home, "decision", "GraphQL because")
+    assert rest["status"] == "superseded" and rest["superseded_by"] == [gql["id"]]
+    assert gql["supersedes"] == [rest["id"]] and gql["status"] == "active"
+    text, current = current_decisions(home, project)
+    assert "GraphQL" in text and "Chose REST over gRPC" not in text
+    assert current == [gql["text"]]
+
+
+def test_a_switch_of_one_subject_leaves_decisions_about_another_subject_alone(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] Use REST for the admin console because it only lists and edits rows."),
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because any client can call it."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL for nested reads."),
+    ).stop(home)
+    assert one(home, "decision", "Chose REST")["status"] == "superseded"
+    assert one(home, "decision", "admin console")["status"] == "active"
+
+
+@pytest.mark.parametrize("later", [
+    "[MEMORY: decision] Amendment to the `retry_upload()` rule: give up after 5 attempts, and 429 is retried too.",
+    "[MEMORY: decision] From now on `retry_upload()` gives up after 5 attempts instead of the earlier 3.",
+    "[MEMORY: decision] `retry_upload()` retries 5 times with exponential backoff and never retries 4xx responses.",
+    "[MEMORY: decision] This replaces the earlier rule: `retry_upload()` retries forever with a capped backoff.",
+])
+def test_a_later_rule_on_the_same_function_supersedes_the_earlier_one(env, later):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] `retry_upload()` retries 3 times with exponential backoff and never "
+                      "retries 4xx responses."),
+        ("assistant", "[MEMORY: decision] `retry_upload()` writes each failed attempt to the audit log table."),
+        ("assistant", "[MEMORY: decision] `fetch_manifest()` retries 3 times with exponential backoff."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 20 * 86400).turns(("assistant", later)).stop(home)
+    old = one(home, "decision", "retries 3 times", "retry_upload")
+    new = [r for r in records(home, "decision") if r["provenance"][0]["session"] == "s2"]
+    assert len(new) == 1
+    assert old["status"] == "superseded" and old["superseded_by"] == [new[0]["id"]]
+    assert new[0]["supersedes"] == [old["id"]]
+    assert one(home, "decision", "audit log")["status"] == "active"  # another rule on the same function
+    assert one(home, "decision", "fetch_manifest")["status"] == "active"  # the same rule on another function
+
+
+def test_worded_alike_but_other_numbers_are_not_merged(env):
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: learned] The export job batches 500 rows per request to the warehouse API."),
+        ("assistant", "[MEMORY: learned] The export job batches 200 rows per request to the warehouse API."),
+    ).stop(home)
+    assert len(records(home, "learned")) == 2
+
+
+# -- decisions from conversation ------------------------------------------------------------------
+
+def decisions_of(home, rtype="decision"):
+    return [r for r in records(home, rtype) if r["provenance"][0]["layer"] == "conversation"]
+
+
+def test_accepted_proposal_keeps_the_users_condition_and_names_its_subject(env):
+    home, project, root = env
+    c = Chat(root, project, "a1", T0)
+    c.user("Uploads to the archive bucket keep failing on flaky networks. What should `retry_upload()` do?")
+    c.tool("Read", file_path=os.path.join(project, "sync", "upload.py"))
+    c.say("Right now it gives up on the first error. I'd make `retry_upload()` retry 3 times with exponential "
+          "backoff starting at 2 seconds. Sound good?")
+    c.user("ok but only for 5xx responses, a 4xx should fail immediately")
+    c.say("Done: the backoff loop is in place and 4xx responses raise right away.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert "retry_upload()" in d["text"] and "3 times with exponential backoff" in d["text"]
+    assert "only for 5xx responses" in d["text"]
+    assert d["confidence"] == 0.9
+    from cortex.ops.recall import recall
+    hits = recall(home, "retry_upload", cwd=project, record_use=False)["hits"]
+    assert hits and hits[0]["id"] == d["id"]
+
+
+def test_terse_agreement_takes_the_subject_from_the_recent_turns_and_the_exception(env):
+    home, project, root = env
+    c = Chat(root, project, "a2", T0)
+    c.user("The merge of `package-lock.json` is a mess every time we rebase.")
+    c.say("Two ways to settle it:\n\nOption A: regenerate the lockfile after every rebase.\n"
+          "Option B: always take the main branch's version and run npm install.\n\nI'd go with option B.")
+    c.user("go with option B, except on release branches")
+    c.say("OK.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert "package-lock.json" in d["text"] and "main branch's version" in d["text"]
+    assert "except on release branches" in d["text"]
+
+
+def test_the_assistants_summing_up_replaces_the_accepted_text_in_one_record(env):
+    home, project, root = env
+    c = Chat(root, project, "a3", T0)
+    c.say("For `parse_date()`, should we reject strings without a UTC offset instead of guessing local time?")
+    c.user("yes, agreed, except for the legacy CSV import which has no offsets at all")
+    c.say("So we agreed: `parse_date()` rejects strings without a UTC offset, except in the legacy CSV import, "
+          "which assumes UTC.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert d["text"].startswith("`parse_date()` rejects strings without a UTC offset, except in the legacy CSV")
+    assert d["confidence"] == 0.95
+    assert not [r for r in records(home, "decision") if r["id"] != d["id"]]  # said once, not three times
+
+
+def test_summing_up_alone_is_a_decision_with_less_confidence(env):
+    home, project, root = env
+    c = Chat(root, project, "a4", T0)
+    c.user("We went back and forth on the cache key yesterday, write down where we landed.")
+    c.say("To summarize the decision: `CacheKey` includes the tenant id and the schema version, never the user id.")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert d["text"].startswith("`CacheKey` includes the tenant id") and d["confidence"] == 0.8
+
+
+@pytest.mark.parametrize("rule, expect", [
+    ("Never call `flush()` from the request thread, it blocks the event loop.", "Never call `flush()`"),
+    ("From now on `export_csv()` writes UTF-8 with a BOM so Excel opens it.", "From now on `export_csv()`"),
+    ("For conflicts in `schema.sql` keep ours, the migration tool regenerates theirs.", "keep ours"),
+    ("Always run `make lint` before pushing to the shared branch.", "Always run `make lint`"),
+    ("Don't ever bump the major version of `cortex-client` without a changelog entry.", "Don't ever bump"),
+])
+def test_rules_the_user_states(env, rule, expect):
+    home, project, root = env
+    Chat(root, project, "a5", T0).turns(("user", rule), ("assistant", "Understood.")).stop(home)
+    [d] = decisions_of(home)
+    assert expect in d["text"] and d["confidence"] == 0.9
+
+
+def test_keep_ours_after_context_names_the_file(env):
+    home, project, root = env
+    Chat(root, project, "a6", T0).turns(
+        ("assistant", "The rebase stopped on a conflict in `config/routes.rb`: both sides added a route."),
+        ("user", "keep ours there, their route is dead code"),
+        ("assistant", "Resolved with our version."),
+    ).stop(home)
+    [d] = decisions_of(home)
+    assert "config/routes.rb" in d["text"] and "keep ours" in d["text"].lower()
+
+
+def test_rejection_of_the_obvious_alternative_with_the_reason(env):
+    home, project, root = env
+    c = Chat(root, project, "a7", T0)
+    c.user("The nightly `export_orders` job needs to run somewhere.")
+    c.say("I'd schedule `export_orders` as a cron job on the app box at 02:00. Does that work?")
+    c.user("no, not a cron job — it drifts when the box sleeps. Use a systemd timer with Persistent=true.")
+    c.say("Switched to a systemd timer.")
+    c.stop(home)
+    [r] = decisions_of(home, "rejected")
+    assert "cron job" in r["text"] and "drifts when the box sleeps" in r["text"]
+    assert "export_orders" in r["text"]
+    [d] = decisions_of(home)
+    assert "systemd timer" in d["text"] and "export_orders" in d["text"]
+
+
+DECOYS = [
+    # brainstorming, no agreement
+    [("user", "How could we speed up `build_index()`?"),
+     ("assistant", "We could batch the inserts, or use a WAL, or maybe parallelise the tokenizer. What do you think?"),
+     ("user", "hmm, let me think about it over the weekend")],
+    # hypothetical
+    [("user", "If we moved `SessionStore` to Redis, what would break?"),
+     ("assistant", "If we moved it, the tests that use the in-memory fake would need a Redis fixture.")],
+    # a question answered yes is not a proposal
+    [("assistant", "Is `worker.py` started by systemd on the staging box?"), ("user", "yes")],
+    # maybe later
+    [("assistant", "I'd also add caching to `load_manifest()`. Should we do that?"), ("user", "maybe later")],
+    [("assistant", "I'd also add caching to `load_manifest()`. Sound good?"), ("user", "yes, but not now, park it")],
+    # the user declines
+    [("assistant", "I propose we drop Python 3.8 support in `setup.cfg`. OK?"), ("user", "no, let's not")],
+    # routine narration acknowledged
+    [("assistant", "I'll read the file first and then run the tests."), ("user", "ok")],
+    [("assistant", "Let me run the test suite to see what fails. Want me to run it with -x?"), ("user", "sure")],
+    [("assistant", "Want me to commit this?"), ("user", "yes please")],
+    # user habits and observations are not rules
+    [("user", "It always fails on CI but never locally, weird."), ("assistant", "Let me check the CI logs.")],
+    [("user", "I never remember the flags of `tar`."), ("assistant", "It's tar -xzf for a gzipped archive.")],
+    [("user", "never mind, it was a typo"), ("assistant", "No problem.")],
+    # a question back instead of agreement
+    [("assistant", "I'd make `retry_upload()` retry 3 times. Sound good?"), ("user", "ok but what about 429s?")],
+    # the user says it is not settled
+    [("assistant", "I'd move the rate limiter into `gateway/limits.py`. Does that work?"),
+     ("user", "No, not a rule yet — I'm only wondering aloud about where it could live.")],
+    # declining a proposal without an alternative or a reason
+    [("assistant", "I'd switch the queue to SQS. Sound good?"), ("user", "no, not yet")],
+]
+
+
+@pytest.mark.parametrize("turns", DECOYS, ids=[str(i) for i in range(len(DECOYS))])
+def test_decoys_make_no_decision(env, turns):
+    home, project, root = env
+    Chat(root, project, "d", T0).turns(*turns).stop(home)
+    assert [r["text"] for r in records(home) if r["type"] in ("decision", "rejected")] == []
+
+
+def test_the_agreement_in_a_later_window_finds_the_proposal_and_reruns_give_the_same_record(env):
+    home, project, root = env
+    c = Chat(root, project, "w1", T0)
+    c.say("I'd cap `BulkWriter` batches at 500 rows so a failed batch is cheap to retry. Sound good?")
+    c.stop(home)  # the proposal is read in one run ...
+    assert decisions_of(home) == []
+    c.user("yes, and only for the Postgres backend")
+    c.stop(home)  # ... the agreement in the next
+    [d] = decisions_of(home)
+    assert "500 rows" in d["text"] and "only for the Postgres backend" in d["text"] and "BulkWriter" in d["text"]
+    before = {os.path.basename(p): open(p).read() for p in iter_paths(home.records)}
+    os.unlink(home.cursors)
+    c.stop(home)
+    after = {os.path.basename(p): open(p).read() for p in iter_paths(home.records)}
+    assert after == before
+
+
+def test_an_amendment_weeks_later_supersedes_the_agreed_rule(env):
+    home, project, root = env
+    c = Chat(root, project, "m1", T0)
+    c.say("For `retry_upload()` I'd retry 3 times with exponential backoff and fail fast on 4xx. Sound good?")
+    c.user("yes")
+    c.say("Got it — rule: `retry_upload()` retries 3 times with exponential backoff and fails fast on 4xx.")
+    c.stop(home)
+    c2 = Chat(root, project, "m2", T0 + 21 * 86400)
+    c2.user("429s from the archive API are rate limits, not client errors. `retry_upload()` should retry those too, "
+            "and 5 attempts.")
+    c2.say("Got it — amended rule: `retry_upload()` retries 5 times with exponential backoff, retries 429 as well, "
+           "and fails fast on other 4xx. This replaces the earlier rule of 3 attempts.")
+    c2.stop(home)
+    old = one(home, "decision", "retries 3 times")
+    new = one(home, "decision", "retries 5 times")
+    assert old["status"] == "superseded" and old["superseded_by"] == [new["id"]]
+    assert new["supersedes"] == [old["id"]]
+    text, current = current_decisions(home, project)
+    assert "retries 5 times" in text and "retries 3 times" not in text
+
+
+def test_recall_ranks_the_current_rule_first_and_labels_the_superseded_one(env, capsys):
+    from cortex.ops.recall import recall
+    from cortex.cli import main as cli_main
+    home, project, root = env
+    Chat(root, project, "s1", T0).turns(
+        ("assistant", "[MEMORY: decision] Chose REST over gRPC for the public API because any client can call it; "
+                      "REST for the public API keeps caching simple for the public API."),
+    ).stop(home)
+    Chat(root, project, "s2", T0 + 86400).turns(
+        ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL for nested reads."),
+    ).stop(home)
+    hits = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False, kind="record")["hits"]
+    assert [h["status"] for h in hits] == ["active", "superseded"]
+    # with the episode passages: each passage right after the record that says what it says
+    both = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False)["hits"]
+    assert [h["id"] for h in both if h["kind"] == "record"] == [h["id"] for h in hits]
+    assert both[0]["id"] == hits[0]["id"]
+    assert "GraphQL" in hits[0]["text"] and hits[1]["superseded_by"] == [hits[0]["id"]]
+    assert [h["status"] for h in recall(home, "public API REST", cwd=project, record_use=False,
+                                        kind="record")["hits"]] == ["active"]
+    capsys.readouterr()
+    rc = cli_main.main(["recall", "--all", "--no-use", "--cwd", project, "public", "API", "REST"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "(superseded by %s)" % hits[0]["id"] in out
