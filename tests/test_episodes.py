@@ -160,6 +160,14 @@ def test_append_is_idempotent_per_window(tmp_path):
     episodes.append(home, new_turns=t2, start=100, end=200, **kw)
     assert Path(episodes.episode_path(home, "p-1", "s1")).read_bytes() == two
     assert episodes.append(home, new_turns=t2, start=50, end=200, **kw) is None  # inside what is held: skipped
+    # a window whose reply continues the last turn with a list right after a tool line: the same bytes again
+    t3 = [{"role": "assistant", "at": "2026-01-01T00:00:04Z", "parts": ["- ran make"]}]
+    t4 = [{"role": "assistant", "at": "2026-01-01T00:00:05Z", "parts": ["- a list item\nthen prose", "- edited b.py"]}]
+    episodes.append(home, new_turns=t3, start=200, end=300, **kw)
+    episodes.append(home, new_turns=t4, start=300, end=400, **kw)
+    four = Path(episodes.episode_path(home, "p-1", "s1")).read_bytes()
+    episodes.append(home, new_turns=t4, start=300, end=400, **kw)
+    assert Path(episodes.episode_path(home, "p-1", "s1")).read_bytes() == four
 
 
 # ----------------------------------------------------------------------------------- search

@@ -14,7 +14,7 @@ heading per turn:
     transcript: "/home/me/.claude/projects/…/9f0c….jsonl"
     turns: 12
     read_to: 48211
-    window: [40112, 10, 3]
+    window: [40112, 10, 812]
     ---
 
     ## Turn 1 — user — 2026-05-11T11:26:55Z
@@ -117,7 +117,8 @@ def render(front: dict, turns: list) -> str:
             lines.append("%s: %s" % (k, json.dumps(front[k], ensure_ascii=False)))
     lines.append("---")
     for i, t in enumerate(turns, 1):
-        lines += ["", "## Turn %d — %s — %s" % (i, t["role"], t["at"] or "-"), "", _escape(turn_text(t))]
+        body = t["text"] if "text" in t else turn_text(t)
+        lines += ["", "## Turn %d — %s — %s" % (i, t["role"], t["at"] or "-"), "", _escape(body)]
     return _utf8("\n".join(lines) + "\n")
 
 
@@ -157,18 +158,6 @@ def parse(text: str):
     return front, turns
 
 
-def _parts_of(text: str) -> list:
-    """A parsed turn's body back into parts (inverse of turn_text for what turn_text writes)."""
-    parts = []
-    for block in text.split("\n\n"):
-        lines = block.split("\n")
-        if all(ln.startswith("- ") for ln in lines):
-            parts.extend(lines)
-        else:
-            parts.append(block)
-    return parts
-
-
 def read(path: str):
     with open(path, encoding="utf-8", newline="") as f:
         return parse(f.read())
@@ -184,9 +173,12 @@ def write(path: str, front: dict, turns: list):
     atomic_write_text(path, render(front, turns))
 
 
-def _norm(turn: dict) -> dict:
-    """A turn with its parts as the file gives them back (so counts taken now hold after a re-read)."""
-    return {"role": turn["role"], "at": turn["at"], "parts": _parts_of(turn_text(turn))}
+def _join(a: str, b: str) -> str:
+    """Two pieces of one assistant turn: tool lines stay together, anything else apart by a blank line."""
+    if not a:
+        return b
+    tight = a.rsplit("\n", 1)[-1].startswith("- ") and b.startswith("- ")
+    return a + ("\n" if tight else "\n\n") + b
 
 
 def append(home, *, session: str, client: str, project: str, transcript: str, new_turns: list, start: int,
@@ -196,7 +188,7 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
 
     Returns (path, front matter, all turns, number of the first turn that changed), or None when nothing
     changed.  Turns carry `n` and `text`.  Idempotent: `window` in the front matter is [start of the
-    last window appended, turns before it, parts of the last of those]; the same window read again
+    last window appended, turns before it, characters of the last of those]; the same window read again
     (a run killed before its cursor was saved, even if the transcript grew since) first takes the
     episode back to how it was before that window, so the rerun writes the same bytes."""
     path = episode_path(home, project, session)
@@ -206,7 +198,7 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
             front, old = read(path)
         except (OSError, ValueError, UnicodeDecodeError):
             front, old = {}, []  # unreadable: rewritten from what this read gives
-    turns = [{"role": t["role"], "at": t["at"], "parts": _parts_of(t["text"])} for t in old]
+    turns = [{"role": t["role"], "at": t["at"], "text": t["text"]} for t in old]
     old_front = front
     if front:
         have = int(front.get("read_to", 0))
@@ -216,17 +208,18 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
         elif start == w[0]:
             turns = turns[:w[1]]
             if turns:
-                turns[-1]["parts"] = turns[-1]["parts"][:w[2]]
+                turns[-1]["text"] = turns[-1]["text"][:w[2]]
         elif start < have:
             return None  # a window inside what the file already holds
-    new = [_norm(t) for t in new_turns]
+    new = [{"role": t["role"], "at": t["at"], "text": turn_text(t)} for t in new_turns]
+    new = [t for t in new if t["text"]]
     if not new:
         return None
-    window = [int(start), len(turns), len(turns[-1]["parts"]) if turns else 0]
+    window = [int(start), len(turns), len(turns[-1]["text"]) if turns else 0]
     first_changed = len(turns) + 1
     for t in new:
         if turns and t["role"] == "assistant" and turns[-1]["role"] == "assistant":
-            turns[-1] = _norm({"role": "assistant", "at": turns[-1]["at"], "parts": turns[-1]["parts"] + t["parts"]})
+            turns[-1]["text"] = _join(turns[-1]["text"], t["text"])
             first_changed = min(first_changed, len(turns))
         else:
             turns.append(t)
@@ -236,13 +229,13 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
              "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end), "window": window,
              "archived": (old_front or {}).get("archived")}
     write(path, front, turns)
-    out = [{"n": i, "role": t["role"], "at": t["at"], "text": turn_text(t)} for i, t in enumerate(turns, 1)]
+    out = [{"n": i, "role": t["role"], "at": t["at"], "text": t["text"]} for i, t in enumerate(turns, 1)]
     return path, front, out, first_changed
 
 
 def rewrite(path: str, front: dict, turns: list):
     """Write parsed turns (with `text`) back, as forget and archive do."""
-    write(path, front, [{"role": t["role"], "at": t["at"], "parts": _parts_of(t["text"])} for t in turns])
+    write(path, front, [{"role": t["role"], "at": t["at"], "text": t["text"]} for t in turns])
 
 
 def forget_text(path: str, texts: list, share: float = 0.8) -> int:
