@@ -416,12 +416,12 @@ SLOW = (
     "reliability/test_fuzz.py::test_fuzz_adapter_parse_never_raises",
     "reliability/test_fuzz.py::test_fuzz_records_parse_raises_only_record_error",
     "reliability/test_bad_input.py::test_a_1_gib_transcript_neither_crashes_nor_eats_unbounded_memory",
-    "test_frontmatter.py::test_record_shaped_data_round_trips_and_matches_pyyaml",
-    "test_bench.py::test_bench_at_a_tiny_size_prints_every_row",
-    "test_normalize.py::test_sigkill_at_several_moments_then_rerun",
-    "test_index.py::test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reindex_empties_the_wal",
-    "test_schemas.py::test_the_event_check_never_passes_what_jsonschema_rejects",
-    "test_devchats.py::test_the_evaluation_runs_end_to_end_beside_rank_bm25",
+    "store/test_frontmatter.py::test_record_shaped_data_round_trips_and_matches_pyyaml",
+    "bench/test_bench.py::test_bench_at_a_tiny_size_prints_every_row",
+    "ingest/test_normalize.py::test_sigkill_at_several_moments_then_rerun",
+    "store/test_index.py::test_forget_hard_with_a_reader_mid_query_deletes_logs_and_the_advised_reindex_empties_the_wal",
+    "core/test_schemas.py::test_the_event_check_never_passes_what_jsonschema_rejects",
+    "bench/test_devchats.py::test_the_evaluation_runs_end_to_end_beside_rank_bm25",
 )
 
 

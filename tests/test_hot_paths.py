@@ -16,11 +16,13 @@ from cortex_testkit import HEAVY_MODULES, REPO, clean_env, copy_fixture, drop_ev
 PACKAGES = {"cortex", "cortex.core", "cortex.model", "cortex.clients", "cortex.capture", "cortex.inbox", "cortex.store",
             "cortex.brief"}
 
-CAPTURE = {"cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home", "cortex.clients.sniff"}
-SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.brief.neutral", "cortex.core.config", "cortex.core.home",
+CAPTURE = {"cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home", "cortex.clients.sniff", "cortex.clients.spec",
+           "cortex.inbox.maildir"}
+SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.brief.neutral", "cortex.clients.spec", "cortex.core.config", "cortex.core.home",
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
                  "cortex.store.index"}
-PROMPT = SESSION_START | {"cortex.brief.prompt", "cortex.store.terms"}
+# (the prompt below finds nothing worth saying, so the output envelope, clients.spec, is not loaded)
+PROMPT = SESSION_START - {"cortex.clients.spec"} | {"cortex.brief.prompt", "cortex.store.terms"}
 
 CWD = "/path/to/Demo"  # the cwd the 1.0.x fixtures recorded
 

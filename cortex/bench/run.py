@@ -525,6 +525,7 @@ def fill_pending(home, n: int, payload: dict, client: str = "claude-code") -> No
     """n stop events already pending, as capture writes them (one built, the rest copies under fresh names)."""
     import json
     from cortex.capture import hook as capture
+    from cortex.inbox import maildir as inbox
     for state in ("tmp", "pending"):
         os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
     os.makedirs(home.blobs, mode=0o700, exist_ok=True)
@@ -532,7 +533,7 @@ def fill_pending(home, n: int, payload: dict, client: str = "claude-code") -> No
                       ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     pending = home.inbox_dir("pending")
     for _ in range(n):
-        with open(os.path.join(pending, capture.unique_name() + ".json"), "wb") as f:
+        with open(os.path.join(pending, inbox.unique_name() + ".json"), "wb") as f:
             f.write(data)
 
 

@@ -204,8 +204,8 @@ def main(argv=None) -> int:
                       payload.get("session_id"))
         text = render_hits(hits)
         if text:
-            if client == "gemini":
-                text = json.dumps({"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": text}})
+            from cortex.clients.spec import wrap_output
+            text = wrap_output(client, "BeforeAgent", text)
             sys.stdout.write(text + "\n")
     except BaseException as e:
         try:

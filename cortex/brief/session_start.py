@@ -78,9 +78,9 @@ def build(home: Home, cwd: str, session_id: str = None, source: str = None, now:
 def format_output(text: str, client: str) -> str:
     if not text:
         return ""
-    if client == "gemini":
-        return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
-    return text + "\n"
+    from cortex.clients.spec import wrap_output
+    out = wrap_output(client, "SessionStart", text)
+    return out if out != text else text + "\n"  # a JSON envelope is one line as it is
 
 
 def parse_args(argv):

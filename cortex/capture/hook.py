@@ -11,46 +11,25 @@ import os
 import sys
 import time
 
-from cortex.core.fsutil import write_fully
 from cortex.core.home import Home
+from cortex.inbox.maildir import deliver as write_event  # noqa: F401  (the inbox owns its folders)
 
 EVENT_SCHEMA = "cortex.event/1"
 MAX_STDIN = 8 * 1024 * 1024          # a hook payload is a few KB; never buffer more than this
 COPY_FALLBACK_MAX = 4 * 1024 * 1024  # when a hard link is impossible, copy transcripts up to this size
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
 
-_seq = 0
-
-
-def unique_name() -> str:
-    """A Maildir-style name: time, pid, random and host, so parallel sessions never collide."""
-    global _seq
-    _seq += 1
-    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in (os.uname().nodename if hasattr(os, "uname")
-                                                                    else os.environ.get("COMPUTERNAME", "host")))
-    return "%d.P%dQ%dR%s.%s" % (time.time_ns(), os.getpid(), _seq, os.urandom(6).hex(), host[:40] or "host")
 
 
 def detect_client(payload, flag=None) -> str:
     """The client that ran the hook: the installed hook's --client flag, else the environment, else the payload."""
     if flag:
         return flag
-    env = os.environ
-    if any(k.startswith("CODEX_") for k in env):
-        return "codex"
-    if env.get("CLAUDECODE") or env.get("CLAUDE_PROJECT_DIR") or env.get("CLAUDE_CODE_SESSION_ID"):
-        return "claude-code"
-    if env.get("GEMINI_SESSION_ID") or env.get("GEMINI_CLI") or env.get("GEMINI_PROJECT_DIR"):
-        return "gemini"
-    if isinstance(payload, dict):
-        tp = str(payload.get("transcript_path") or "").replace("\\", "/")
-        if "/sessions/" in tp and os.path.basename(tp).startswith("rollout-"):
-            return "codex"
-        if "/.claude/" in tp:
-            return "claude-code"
-        if "/.gemini/" in tp:
-            return "gemini"
-    return "unknown"
+    from cortex.clients import spec
+    found = spec.client_from_env(os.environ)
+    if not found and isinstance(payload, dict):
+        found = spec.client_from_path(str(payload.get("transcript_path") or ""))
+    return found or "unknown"
 
 
 def _safe_transcript(path):
@@ -148,6 +127,8 @@ def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> d
             error = "payload is JSON but not an object"
     except (UnicodeDecodeError, ValueError) as e:
         error = "payload is not JSON: %s" % (str(e)[:200],)
+    except RecursionError:
+        payload, error = None, "payload is nested too deeply to be read"
     event = {
         "schema": EVENT_SCHEMA,
         "kind": kind,
@@ -164,29 +145,6 @@ def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> d
         event["raw"] = raw[:MAX_STDIN].decode("utf-8", "backslashreplace")
         event["error"] = error
     return event
-
-
-def write_event(home: Home, event: dict) -> str:
-    """Maildir delivery: write in tmp/, fsync, rename into pending/.  Returns the pending path."""
-    name = unique_name() + ".json"
-    tmp = os.path.join(home.inbox_dir("tmp"), name)
-    # ASCII escapes: a lone surrogate (half an emoji) in a payload must not lose the event
-    data = json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        try:
-            write_fully(fd, data)
-        finally:
-            os.close(fd)
-        dst = os.path.join(home.inbox_dir("pending"), name)
-        os.rename(tmp, dst)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return dst
 
 
 def _read_stdin() -> bytes:
@@ -238,12 +196,28 @@ def capture(kind: str, argv=None) -> int:
             for state in ("tmp", "pending"):
                 os.makedirs(home.inbox_dir(state), mode=0o700, exist_ok=True)
             os.makedirs(home.blobs, mode=0o700, exist_ok=True)
-            write_event(home, build_event(kind, raw, client, home))
+            try:
+                write_event(home, build_event(kind, raw, client, home))
+            except (RecursionError, ValueError, TypeError, MemoryError) as e:
+                # the payload itself broke the event (nesting deeper than json.dumps goes, ...): keep it raw,
+                # unparsed, so the normalizer quarantines it with a reason instead of it being lost
+                write_event(home, raw_event(kind, raw, client, "%s: %s" % (type(e).__name__, str(e)[:200])))
         finally:
             os.umask(old)
     except BaseException as e:  # a hook must never fail the client's session
         _log_failure(home, kind, e)
     return 0
+
+
+def raw_event(kind: str, raw: bytes, client_flag, error: str) -> dict:
+    """An unparsed event holding the payload's bytes as text (the fallback when build_event fails)."""
+    return {"schema": EVENT_SCHEMA, "kind": kind,
+            "captured_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + ".%03dZ" % (
+                time.time_ns() // 1_000_000 % 1000),
+            "client": detect_client(None, client_flag),
+            "parsed": False, "payload": None,
+            "transcript": {"path": None, "size": None, "mtime": None, "blob": None, "blob_kind": None},
+            "raw": raw[:MAX_STDIN].decode("utf-8", "backslashreplace"), "error": error}
 
 
 def main_stop():

@@ -81,12 +81,20 @@ def _reindex_changed(home, store, cfg):
         update_index(home, cfg, set(store.changed), scopes)
 
 
+def _maybe_locked(home, dry_run):
+    import contextlib
+    from cortex.store.journal import writing
+    # the lock, the repair of a killed writer's change, and an intent kept until the index rows are refreshed
+    return contextlib.nullcontext() if dry_run else writing(home, wait=60.0)
+
+
 def cmd_consolidate(args):
     from cortex.curate.consolidate import consolidate_groups
     home, store, cfg = _store_and_cfg()
-    merges = consolidate_groups(home, store, cfg, dry_run=args.dry_run)
-    if not args.dry_run:
-        _reindex_changed(home, store, cfg)
+    with _maybe_locked(home, args.dry_run):  # the changes and their index rows under one hold of the run lock
+        merges = consolidate_groups(home, store, cfg, dry_run=args.dry_run)
+        if not args.dry_run:
+            _reindex_changed(home, store, cfg)
     if args.json:
         print_json([{"keep": k, "merged": o} for k, o in merges])
     else:
@@ -99,9 +107,10 @@ def cmd_consolidate(args):
 def cmd_lifecycle(args):
     from cortex.curate.consolidate import lifecycle
     home, store, cfg = _store_and_cfg()
-    actions = lifecycle(home, store, cfg, dry_run=args.dry_run)
-    if not args.dry_run:
-        _reindex_changed(home, store, cfg)
+    with _maybe_locked(home, args.dry_run):
+        actions = lifecycle(home, store, cfg, dry_run=args.dry_run)
+        if not args.dry_run:
+            _reindex_changed(home, store, cfg)
     if args.json:
         print_json([{"id": i, "action": a, "reason": r} for i, a, r in actions])
     else:
@@ -201,6 +210,10 @@ def build_parser(command: str = None):
         add_human_commands(sub)
     except ImportError:
         pass
+
+    if not light:
+        from cortex.cli.sync import add_commands as add_sync_commands  # cortex sync [init|status|migrate]
+        add_sync_commands(sub)
 
     if not light:
         try:  # client hook installation and scheduling live in their own modules

@@ -72,7 +72,8 @@ def main(argv=None) -> int:
                            "check that it is writable and the disk is not full; pending events are kept")
                 return {"events": 0, "error": True}
 
-        return watch(home, once, on_run=lambda stats: stats.get("error") or _report(home, stats, args.quiet))
+        return watch(home, _and_sync(once, args.quiet),
+                     on_run=lambda stats: stats.get("error") or _report(home, stats, args.quiet))
     try:
         stats = run(home, progress=progress("normalizing: session", args.quiet))
     except Exception as e:
@@ -81,7 +82,29 @@ def main(argv=None) -> int:
         error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
                    "check that it is writable and the disk is not full; pending events are kept")
         return 1
-    return _report(home, stats, args.quiet)
+    code = _report(home, stats, args.quiet)
+    if "busy" not in stats and not stats.get("error"):
+        _sync_after(home, args.quiet)
+    return code
+
+
+def _sync_after(home, quiet):
+    """`sync.after_normalize`: the same path for a person's run, the timer's and --watch (cortex/cli/sync.py)."""
+    from cortex.cli.sync import after_normalize
+    try:
+        after_normalize(home, quiet=quiet)
+    except Exception as e:  # a sync problem never fails the normalizer run
+        from cortex.core.log import error_line
+        error_line("sync after normalize failed: %s: %s" % (type(e).__name__, e), "run `cortex sync` to see why")
+
+
+def _and_sync(run, quiet):
+    def run_then_sync(home):
+        stats = run(home)
+        if "busy" not in stats:
+            _sync_after(home, True)
+        return stats
+    return run_then_sync
 
 
 def run_main():

@@ -69,6 +69,11 @@ DEFAULTS = {
         "enabled": True,            # keep what was said in each session (episodes/<project>/<session>.md)
         "retention_days": 365,      # an episode whose last turn is older than this is deleted with its passages
     },
+    "sync": {
+        "after_normalize": False,   # run `cortex sync` after each cortex-normalize run (once `cortex sync init` ran)
+        "domains": [],              # L1 domains (names or globs) whose records travel; nothing by default
+        "projects": [],             # projects whose L0 records travel: ids, id globs or folder path globs
+    },
     "log": {"level": "info"},
 }
 

@@ -10,7 +10,9 @@ def write_fully(fd: int, data: bytes) -> None:
     os.fsync(fd)
 
 
-def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
+def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600, durable: bool = True) -> None:
+    """Temp file, fsync, rename, fsync the folder.  `durable=False` skips both fsyncs, for a caller that
+    writes many files and then syncs the filesystem once (`cortex sync` receiving a batch)."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, mode=0o700, exist_ok=True)
     tmp = os.path.join(folder, ".%s.%d.%s.tmp" % (os.path.basename(path), os.getpid(), os.urandom(4).hex()))
@@ -19,7 +21,12 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
         try:
             if hasattr(os, "fchmod"):
                 os.fchmod(fd, mode)  # exactly the mode asked for, whatever the umask (a client's settings keep theirs)
-            write_fully(fd, data)
+            if durable:
+                write_fully(fd, data)
+            else:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -29,11 +36,12 @@ def atomic_write_bytes(path: str, data: bytes, mode: int = 0o600) -> None:
         except OSError:
             pass
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
 
 
-def atomic_write_text(path: str, text: str, mode: int = 0o600) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"), mode)
+def atomic_write_text(path: str, text: str, mode: int = 0o600, durable: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode, durable)
 
 
 def fsync_dir(folder: str) -> None:

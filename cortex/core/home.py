@@ -112,6 +112,38 @@ class Home:
     def log_file(self):
         return self.path("logs", "cortex.log")
 
+    def stored_path(self, path: str) -> str:
+        """How the index stores a record file's path: relative to the home ("records/L0/<project>/<id>.md",
+        '/' separated), so a home copied or moved elsewhere still names its own files."""
+        rel = os.path.relpath(os.path.abspath(path), self.root)
+        return rel.replace(os.sep, "/")
+
+    def record_file(self, stored):
+        """The file in THIS home an index row's path names, or None.  Relative paths are joined to the home;
+        an absolute path (an index written before paths were relative, perhaps in another home this one
+        was copied from) keeps only its last four parts, records/<L0|L1>/<scope id>/<id>.md.  The result
+        always lies inside this home's records/ folder: nothing outside the home is ever named."""
+        if not isinstance(stored, str) or not stored or "\x00" in stored:
+            return None
+        parts = [p for p in stored.replace("\\", "/").split("/") if p]
+        if len(parts) < 4:
+            return None
+        parts = parts[-4:]
+        if (parts[0] != "records" or parts[1] not in ("L0", "L1") or not parts[3].endswith(".md")
+                or any(p in (".", "..") for p in parts)):
+            return None
+        path = os.path.join(self.root, *parts)
+        return path if self.contains(path, self.records) else None
+
+    def contains(self, path: str, folder: str = None) -> bool:
+        """Whether `path` (symbolic links resolved) lies inside `folder` (default: the home)."""
+        folder = os.path.realpath(folder or self.root)
+        try:
+            real = os.path.realpath(path)
+            return os.path.commonpath([real, folder]) == folder and real != folder
+        except ValueError:
+            return False
+
     def ensure(self) -> "Home":
         """Create the home's folders, readable by the user only."""
         old = os.umask(0o077)

@@ -61,6 +61,18 @@ _held = {}
 
 
 @contextlib.contextmanager
+def holding(home):
+    """Say that this process holds the run lock (taken with RunLock, as the normalizer does), so that the
+    maintenance functions it calls, which take `locked` themselves, do not wait for their own process."""
+    key = home.root
+    _held[key] = _held.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        _held.pop(key, None)
+
+
+@contextlib.contextmanager
 def locked(home, wait: float = 10.0):
     """Hold the run lock while changing records.  Re-entrant within a process; waits up to `wait`
     seconds for a running normalizer, then raises CortexError."""

@@ -313,9 +313,29 @@ def _retire(rec: dict, by: str) -> bool:
     return changed
 
 
-def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) -> list:
+def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False, wait: float = 60.0) -> list:
     """Archive records whose decayed confidence has stayed under the threshold long enough; delete
-    archived records untouched for the prune time.  Returns [(id, action, reason)]."""
+    archived records untouched for the prune time.  Returns [(id, action, reason)].  Holds the run lock
+    (re-entrant: the normalizer calls this while holding it), so a record restored by a concurrent command
+    is never pruned from an index read before the restore."""
+    if dry_run:
+        return _lifecycle(home, store, cfg, now, dry_run)
+    from cortex.store.journal import writing
+    # the intent stays until the caller has indexed the changes (the normalizer, `cortex lifecycle`)
+    with writing(home, wait=wait, cfg=cfg, done_on_exit=False):
+        return _lifecycle(home, store, cfg, now, dry_run)
+
+
+def _on_disk_archived(path: str) -> bool:
+    """Whether the record file still says archived (the index may lag behind the file)."""
+    from cortex.store import records as records_mod
+    try:
+        return records_mod.read(path).get("status") == "archived"
+    except Exception:  # unreadable: not ours to delete
+        return False
+
+
+def _lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) -> list:
     mem = settings(cfg)
     never = set(cfg["ranking"].get("never_decay", ()))
     now = time.time() if now is None else now
@@ -359,7 +379,14 @@ def lifecycle(home, store, cfg: dict, now: float = None, dry_run: bool = False) 
         else:
             if elapsed_days(last, now, sdays) >= mem["prune_after_days"] or (now - last) >= 3 * mem["prune_after_days"] * 86400:
                 actions.append((rid, "prune", "archived and untouched for %d active days" % elapsed_days(last, now, sdays)))
+                path = home.record_file(path)  # a file of this home only, whatever the index says
                 if not dry_run and path and os.path.exists(path):
+                    if not _on_disk_archived(path):  # restored (recall, edit) since the index was written
+                        actions.pop()
+                        store.changed.add(rid)
+                        continue
+                    from cortex.store.records import note_change
+                    note_change(home.records, rid, scope_id)
                     os.unlink(path)
                     store.changed.add(rid)
     return actions
@@ -379,10 +406,18 @@ def _archive(rec: dict, when: str) -> bool:
     return True
 
 
-def consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
+def consolidate_groups(home, store, cfg: dict, dry_run: bool = False, wait: float = 60.0) -> list:
     """`cortex consolidate`: merge groups of active near-duplicates that accumulated anyway.  The record
     seen most (then the oldest) absorbs the others' provenance; the others become superseded with
-    `merged_into`, so every merge can be undone by hand."""
+    `merged_into`, so every merge can be undone by hand.  Holds the run lock (unless dry_run)."""
+    if dry_run:
+        return _consolidate_groups(home, store, cfg, dry_run)
+    from cortex.store.journal import writing
+    with writing(home, wait=wait, cfg=cfg, done_on_exit=False):
+        return _consolidate_groups(home, store, cfg, dry_run)
+
+
+def _consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
     from cortex.store import records as records_mod
     mem = settings(cfg)
     if not os.path.exists(home.index_db):

@@ -10,9 +10,45 @@ import json
 import os
 import time
 
-from cortex.core.fsutil import atomic_write_text, fsync_dir
+from cortex.core.fsutil import atomic_write_text, fsync_dir, write_fully
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+
+_seq = 0
+
+
+def unique_name() -> str:
+    """A Maildir-style name: time, pid, random and host, so parallel sessions never collide."""
+    global _seq
+    _seq += 1
+    host = "".join(c if c.isalnum() or c in "-_" else "_" for c in (os.uname().nodename if hasattr(os, "uname")
+                                                                    else os.environ.get("COMPUTERNAME", "host")))
+    return "%d.P%dQ%dR%s.%s" % (time.time_ns(), os.getpid(), _seq, os.urandom(6).hex(), host[:40] or "host")
+
+
+def deliver(home, event: dict) -> str:
+    """Maildir delivery (the capture hooks): write in tmp/, fsync, rename into pending/.  Returns the
+    pending path."""
+    name = unique_name() + ".json"
+    tmp = os.path.join(home.inbox_dir("tmp"), name)
+    # ASCII escapes: a lone surrogate (half an emoji) in a payload must not lose the event
+    data = json.dumps(event, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        try:
+            write_fully(fd, data)
+        finally:
+            os.close(fd)
+        dst = os.path.join(home.inbox_dir("pending"), name)
+        os.rename(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return dst
 
 
 def list_names(home, state: str) -> list:

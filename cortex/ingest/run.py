@@ -16,7 +16,7 @@ from cortex.core import config as config_mod
 from cortex.inbox import maildir as inbox
 from cortex.core.fsutil import atomic_write_text
 from cortex.core.home import Home
-from cortex.core.lock import Busy, RunLock
+from cortex.core.lock import Busy, RunLock, holding
 from cortex.inbox.cursors import Cursors, cursors_text  # noqa: F401  (cursors_text: Run.save_cursors)
 
 TRANSCRIPT_SUFFIXES = (".jsonl", ".json")
@@ -35,7 +35,18 @@ def load_json(path, default):
 
 
 def nothing_to_do(home: Home) -> bool:
-    """Cheap check before any heavy import: no pending or orphaned claimed events."""
+    """Cheap check before any heavy import: no pending or orphaned claimed events, no change of a killed
+    command to repair (store/journal.py: intent files, reindex staging folders)."""
+    try:
+        if any(n.endswith(".jsonl") for n in os.listdir(home.path("state", "intents"))):
+            return False
+    except FileNotFoundError:
+        pass
+    try:
+        if any(n.startswith(".reindex-") for n in os.listdir(home.path("index"))):
+            return False
+    except FileNotFoundError:
+        pass
     for state in ("pending", "claimed"):
         try:
             if any(not n.startswith(".") for n in os.listdir(home.inbox_dir(state))):
@@ -53,6 +64,39 @@ def out_of_space(e: BaseException) -> bool:
         return True
     return isinstance(e, sqlite3.OperationalError) and any(
         w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database"))
+
+
+FINGERPRINT_BYTES = 4096
+
+
+def fingerprint(path: str, offset: int):
+    """What a byte cursor remembers of the file it points into: a hash of the first bytes and one of the
+    bytes just before the cursor (at most 4 KiB each).  Appends change neither; a file replaced by another
+    one (longer or not) changes them, and is then read again from the start."""
+    import hashlib
+    if offset <= 0:
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(min(offset, FINGERPRINT_BYTES))
+            start = max(offset - FINGERPRINT_BYTES, 0)
+            f.seek(start)
+            tail = f.read(offset - start)
+    except OSError:
+        return None
+    if len(tail) != offset - start:
+        return "short"
+    return "%s:%s" % (hashlib.sha1(head).hexdigest()[:16], hashlib.sha1(tail).hexdigest()[:16])
+
+
+def replaced(path: str, cur: dict, size: int) -> bool:
+    """Whether the byte cursor `cur` belongs to another file than the one now at `path`: the file is shorter
+    than the cursor, or (for a cursor that has a fingerprint) the bytes it had read are not the same."""
+    offset = int(cur.get("offset", 0) or 0)
+    if offset > size:
+        return True
+    fp = cur.get("fp")
+    return bool(fp) and offset > 0 and fingerprint(path, offset) != fp
 
 
 def safe_transcript_path(path):
@@ -123,6 +167,8 @@ class Run:
                 pass
 
     def run(self):
+        from cortex.store import journal
+        journal.replay(self.home, self.cfg, log=self.log)  # what a killed command (forget, import...) left half done
         self.sweep_leftovers()
         names = inbox.claim_all(self.home)
         self.stats["events"] = len(names)
@@ -214,7 +260,8 @@ class Run:
         cur = self.cursors.get(key) or {}
         size = os.path.getsize(src)
         offset = int(cur.get("offset", 0))
-        if offset > size and adapter.client != "gemini":
+        if adapter.client != "gemini" and replaced(src, cur, size):
+            self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
             offset, cur = 0, {}  # the file was replaced or truncated: read it again
         limits = self.read_limits()
         parts = adapter.windows(src, offset, **limits)
@@ -239,6 +286,8 @@ class Run:
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
                    "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
+            if adapter.client != "gemini":
+                cur["fp"] = fingerprint(src, res.cursor)
             self.index_changes()
             self.save_cursors({key: cur})
             totals["entries"] += len(res.entries)
@@ -251,11 +300,17 @@ class Run:
                               notes=[clean(w)[0][:300] for w in warnings[:5]])
             res = cands = None  # let the window go before the next is read
             res = next(parts, None)
+        import stat
         for comp in adapter.companions(src):
+            try:  # regular files only: a FIFO or a link to a device would hang the run while it holds the lock
+                if not stat.S_ISREG(os.lstat(comp).st_mode):
+                    continue
+            except OSError:
+                continue
             ckey = os.path.realpath(comp)
             ccur = self.cursors.get(ckey) or {}
             coff = int(ccur.get("offset", 0))
-            if coff > os.path.getsize(comp):
+            if replaced(comp, ccur, os.path.getsize(comp)):
                 coff, ccur = 0, {}
             cctx = Context(**dict(ctx.__dict__, transcript=comp))
             for cres in adapter.windows(comp, coff, **limits):
@@ -263,7 +318,7 @@ class Run:
                 ccands = [c for c in ccands if c.type not in ("progress", "plan")]
                 self.store_candidates(ccands, ctx)
                 ccur = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
-                        "state": cstate, "companion_of": key}
+                        "state": cstate, "companion_of": key, "fp": fingerprint(comp, cres.cursor)}
                 self.index_changes()
                 self.save_cursors({ckey: ccur})
                 totals["candidates"] += len(ccands)
@@ -358,8 +413,15 @@ class Run:
 
     def finish_index(self):
         from cortex.curate.consolidate import lifecycle
+        from cortex.store.journal import intent
         if not self.all_changed and not self.stats["sessions"]:
             return
+        with intent(self.home) as j:  # the lifecycle's changes stay journaled until indexed below
+            self._finish_index()
+            j.done()
+
+    def _finish_index(self):
+        from cortex.curate.consolidate import lifecycle
         for rid, action, why in lifecycle(self.home, self.store, self.cfg, now=self.now):
             self.stats[action + "d"] = self.stats.get(action + "d", 0) + 1
             self.log.info("lifecycle", record=rid, action=action, reason=why)
@@ -410,7 +472,7 @@ def run(home: Home = None, quiet: bool = False, progress=None, now: float = None
     log = get_logger(home, component="normalize")
     t0 = time.time()
     try:
-        with RunLock(home.lock):
+        with RunLock(home.lock), holding(home):
             # a broken config.yaml never silences memory: the run goes on with the last valid settings (or
             # the defaults), keeps that snapshot, and reports the problem (cortex-normalize exits 2)
             cfg, problem = config_mod.load_checked(home)

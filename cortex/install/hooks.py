@@ -23,41 +23,14 @@ import os
 import shlex
 import time
 
+from cortex.clients import spec
 from cortex.install.scripts import InstallError, quote_argv, script_argv  # noqa: F401
 
-CLIENTS = ("claude-code", "codex", "gemini")
+CLIENTS = spec.NAMES
 HOOK_SCRIPTS = ("cortex-session-start", "cortex-pre-compact", "cortex-stop", "cortex-prompt")
-
-# (event, matcher or None, script, timeout) per client.  Timeouts are in the client's own unit.
-#  * Claude Code: seconds.  SessionStart 10 s (it reads the index; it normally takes a fraction of a
-#    second).  The capture hooks only drop a file; 5 s is generous, and on SessionEnd an explicit
-#    timeout is what lifts Claude's shared 1.5 s SessionEnd budget.
-#  * Codex: seconds; Codex clamps SessionEnd hooks to 3 s, so SessionEnd asks for exactly that.
-#  * Gemini: milliseconds.
-HOOKS = {
-    "claude-code": (
-        ("SessionStart", "startup|resume|clear|compact", "cortex-session-start", 10),
-        ("PreCompact", None, "cortex-pre-compact", 5),
-        ("Stop", None, "cortex-stop", 5),
-        ("SessionEnd", None, "cortex-stop", 5),
-        ("UserPromptSubmit", None, "cortex-prompt", 5),
-    ),
-    "codex": (
-        ("SessionStart", None, "cortex-session-start", 10),
-        ("PreCompact", None, "cortex-pre-compact", 5),
-        ("Stop", None, "cortex-stop", 5),
-        ("SessionEnd", None, "cortex-stop", 3),
-        ("UserPromptSubmit", None, "cortex-prompt", 5),
-    ),
-    "gemini": (
-        ("SessionStart", None, "cortex-session-start", 10000),
-        ("PreCompress", None, "cortex-pre-compact", 5000),
-        ("AfterAgent", None, "cortex-stop", 5000),
-        ("SessionEnd", None, "cortex-stop", 5000),
-        ("BeforeAgent", None, "cortex-prompt", 5000),
-    ),
-}
-TIMEOUT_UNIT = {"claude-code": "s", "codex": "s", "gemini": "ms"}
+# (event, matcher or None, script, timeout in the client's own unit) per client: cortex/clients/spec.py
+HOOKS = {name: facts["hooks"] for name, facts in spec.CLIENTS.items()}
+TIMEOUT_UNIT = {name: facts["timeout_unit"] for name, facts in spec.CLIENTS.items()}
 
 CODEX_TRUST_NOTE = ("Codex runs only hooks you have trusted: start `codex`, open /hooks, review the Cortex hooks "
                     "and trust them (Codex asks again whenever a hook's command changes). For a single run, "

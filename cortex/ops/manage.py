@@ -29,6 +29,7 @@ from cortex.core.clock import now_iso
 from cortex.core.errors import CortexError
 from cortex.core.home import INBOX_STATES, Home
 from cortex.core.lock import locked
+from cortex.store.journal import writing
 from cortex.inbox.cursors import read_cursors
 from cortex.inbox.maildir import MAX_EVENT_BYTES
 
@@ -257,6 +258,7 @@ def query_matches(home, query: str, scope_ids=None, include_archived: bool = Fal
             continue
         if status == "archived" and not include_archived:
             continue
+        path = home.record_file(path)  # a file of this home, whatever home wrote the index
         if path and os.path.exists(path):
             out.append((read_path(path), path))
     return out
@@ -637,13 +639,17 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
     them.  Returns one summary per record with its action."""
     out = []
     ids, scopes, deleted = set(), set(), set()
-    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    ctx = contextlib.nullcontext() if dry_run else writing(home)
     with ctx:
         for rec, path in targets:
             s = summary(rec, path)
             if hard:
                 s["action"] = "would delete" if dry_run else "deleted"
                 if not dry_run:
+                    if not home.contains(path, home.records):
+                        raise CortexError("refusing to delete %s: it is not a record file of the Cortex home %s"
+                                          % (path, home.root), "run `cortex reindex`, then try again")
+                    records_mod.note_change(home.records, rec["id"], rec.get("scope_id"))  # the intent, first
                     try:
                         os.unlink(path)
                     except FileNotFoundError:
@@ -663,6 +669,8 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
             out.append(s)
         if ids:
             if deleted:
+                from cortex.store import tombstones  # so that `cortex sync` deletes them elsewhere too
+                tombstones.add(home, [r for r, _ in targets if r.get("id") in deleted])
                 for folder in {os.path.dirname(p) for _, p in targets}:
                     try:
                         os.rmdir(folder)  # only when empty
@@ -670,13 +678,80 @@ def forget(home, targets: list, hard: bool = False, dry_run: bool = False, cfg=N
                         pass
                 for rid in unlink(home, deleted):
                     ids.add(rid)
+                scrub_cursor_state(home, [rec for rec, _ in targets if rec["id"] in deleted])
             reindex_records(home, load_config(home, cfg), ids, scopes, scrub=bool(deleted))
     return out
 
 
+def scrub_cursor_state(home, recs: list) -> int:
+    """Drop from the extraction state carried in state/cursors.json what the deleted records were made of
+    (the last prompt, edited files, failing commands, open shell calls their text quotes): otherwise the
+    session's next edit would write the forgotten progress record again.  Returns the cursors changed."""
+    from cortex.core.fsutil import atomic_write_text
+    from cortex.inbox.cursors import cursors_text
+    texts = [rec.get("text") or "" for rec in recs]
+    files = {f for rec in recs for f in rec.get("files") or []}
+    sessions = {p.get("session") for rec in recs for p in rec.get("provenance") or [] if p.get("session")}
+    if not texts or not sessions:
+        return 0
+
+    def quoted(s):
+        return isinstance(s, str) and bool(s.strip()) and any(s in t for t in texts)
+
+    cursors = read_cursors(home.cursors)
+    n = 0
+    for cur in cursors.values():
+        st = cur.get("state") if isinstance(cur, dict) else None
+        if not isinstance(st, dict) or cur.get("session") not in sessions:
+            continue
+        before = json.dumps(st, sort_keys=True)
+        lp = st.get("last_prompt")
+        if isinstance(lp, dict) and quoted(lp.get("text")):
+            st["last_prompt"] = None
+        if isinstance(st.get("edited"), list):
+            st["edited"] = [f for f in st["edited"] if not (f in files or quoted(f))]
+        if isinstance(st.get("failures"), dict):
+            st["failures"] = {k: f for k, f in st["failures"].items()
+                              if not (isinstance(f, dict) and (quoted(f.get("cmd")) or quoted(f.get("err"))))}
+        if isinstance(st.get("open_shell"), dict):
+            st["open_shell"] = {k: v for k, v in st["open_shell"].items() if not quoted(v)}
+        # and any other text the state keeps (recent prompts, goal, outcome, plan items, decision state):
+        # a longer string the deleted text quotes goes, with the list item or value that holds it
+        for key in list(st):
+            if key not in ("last_prompt", "edited", "failures", "open_shell"):
+                st[key] = _without_quoted(st[key], lambda t: len(t) >= 16 and quoted(t))
+        if json.dumps(st, sort_keys=True) != before:
+            n += 1
+    if n:
+        atomic_write_text(home.cursors, cursors_text(cursors))
+    return n
+
+
+def _holds(value, quoted) -> bool:
+    if isinstance(value, str):
+        return quoted(value)
+    if isinstance(value, dict):
+        return any(_holds(v, quoted) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds(v, quoted) for v in value)
+    return False
+
+
+def _without_quoted(value, quoted):
+    """`value` without the strings `quoted` accepts: list items holding one are dropped, dict values that
+    are one become None, nested containers are cleaned the same way."""
+    if isinstance(value, str):
+        return None if quoted(value) else value
+    if isinstance(value, list):
+        return [_without_quoted(v, quoted) for v in value if not (isinstance(v, (str, dict)) and _holds(v, quoted))]
+    if isinstance(value, dict):
+        return {k: _without_quoted(v, quoted) for k, v in value.items()}
+    return value
+
+
 def set_pinned(home, ref: str, pinned: bool = True, cfg=None):
     """Pin (the record always leads the block) or unpin.  Returns (summary, changed)."""
-    with locked(home):
+    with writing(home):
         rec, path = load(home, ref)
         if bool(rec.get("pinned")) == pinned:
             return summary(rec, path), False
@@ -698,7 +773,7 @@ def mark_used(home, ids, at: str = None, restore: bool = True, cfg=None) -> list
         return True
 
     done = []
-    with locked(home, wait=5.0):
+    with writing(home, wait=5.0):
         for rid in ids:
             done.append(update(home, rid, use))
         reindex_records(home, load_config(home, cfg), {r["id"] for r in done}, {r["scope_id"] for r in done})
@@ -734,7 +809,7 @@ def remember(home, text: str, rtype: str = DEFAULT_TYPE, scope: str = None, pinn
                            "at": at}}
     n_secrets = redact.clean(text)[1]
     store = records_mod.RecordStore(home.records)
-    with locked(home):
+    with writing(home):
         try:
             rec, action = store.upsert(cand)
         except records_mod.RecordError as e:
@@ -820,7 +895,7 @@ def edit_record(home, ref: str, editor: str = None, ask=None, cfg=None) -> dict:
             new["redactions"] = int(new.get("redactions") or 0) + n
         if new["text"] != rec["text"]:
             new["tokens"] = tokens.count(new["text"]) + records_mod.LINE_OVERHEAD_TOKENS
-        with locked(home):
+        with writing(home):
             with open(path, "rb") as f:
                 if f.read() != before:
                     keep = os.path.join(home.path("state"), "edited-%s.md" % rec["id"])
@@ -958,7 +1033,7 @@ def import_records(home, recs: list, cfg=None, progress=None, dry_run: bool = Fa
     is replaced by the imported one unless they are identical.  Then the index is refreshed."""
     stats = {"records": len(recs), "created": 0, "replaced": 0, "unchanged": 0, "dry_run": dry_run}
     ids, scopes = set(), set()
-    ctx = contextlib.nullcontext() if dry_run else locked(home)
+    ctx = contextlib.nullcontext() if dry_run else writing(home)
     with ctx:
         for i, rec in enumerate(recs):
             path = records_mod.record_path(home.records, rec)

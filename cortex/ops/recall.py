@@ -408,7 +408,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             "pinned": rec["pinned"], "priority": int(rec["priority"] or 0),
             "score": round(rec["score"], 4), "bm25": round(rec["bm25"], 4), "relevance": round(rec["relevance"], 4),
             "activation": round(p["activation"], 4), "recency": round(p["recency"], 4),
-            "snippet": snippet(rec["text"], words), "text": rec["text"], "path": rec["path"], "restored": False})
+            "snippet": snippet(rec["text"], words), "text": rec["text"], "path": home.record_file(rec["path"]), "restored": False})
     if include_archived:
         _label_superseded(out["hits"])
     if record_use:

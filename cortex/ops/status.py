@@ -41,7 +41,7 @@ def status(home) -> dict:
                     "SELECT scope, scope_id, type, status, COUNT(*) FROM records GROUP BY 1,2,3,4"):
                 info["records"].setdefault("%s/%s" % (scope, scope_id), {}).setdefault(status_, {})[rtype] = n
             info["index"] = read_meta(con)
-            info["conflicts"] = _conflicts(con)
+            info["conflicts"] = _conflicts(con, home)
             try:
                 info["episodes"]["passages"] = con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
             except Exception:  # an index from before episodes
@@ -51,14 +51,14 @@ def status(home) -> dict:
     return info
 
 
-def _conflicts(con) -> list:
+def _conflicts(con, home) -> list:
     """Pairs of active records that contradict each other (a decision and a later rejection of it)."""
     from cortex.store.records import read
     out = []
     rows = con.execute("SELECT id, path, text FROM records WHERE status='active' AND type='rejected'").fetchall()
     for rid, path, text in rows:
         try:
-            rec = read(path)
+            rec = read(home.record_file(path))
         except Exception:
             continue
         for other in rec.get("conflicts_with") or []:

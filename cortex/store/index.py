@@ -172,8 +172,17 @@ def record_sessions(rec: dict) -> list:
     return sorted({p.get("session") for p in rec.get("provenance") or [] if p.get("session")})
 
 
+def relative_path(root: str, path: str) -> str:
+    """A record file's path as the index stores it: relative to the home `root` ('/' separated), so a copied
+    or moved home never names another home's files (Home.record_file reads it back)."""
+    if not path or not os.path.isabs(path):
+        return path
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
 def record_row(rec: dict, path: str, doclen: int, sessions: list) -> tuple:
-    """The `records` row of a record (its ranking fields, activation times, file path, BM25 length)."""
+    """The `records` row of a record (its ranking fields, activation times, file path relative to the home,
+    BM25 length)."""
     return (rec["id"], rec["scope"], rec["scope_id"], rec.get("project"), rec["type"], rec.get("status", "active"),
             rec["text"], float(rec.get("confidence", 0.5)), float(rec.get("salience", 0.5)),
             1 if rec.get("pinned") else 0, int(rec.get("priority", 0) or 0), rec.get("created"), rec.get("updated"),
@@ -186,6 +195,7 @@ def record_row(rec: dict, path: str, doclen: int, sessions: list) -> tuple:
 class Index:
     def __init__(self, path: str, migrate: bool = True):
         self.path = path
+        self.root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the home: <home>/index/cortex.sqlite
         self.con = connect(path, migrate=migrate)
         self.stats_changed = False  # whether postings or lengths changed since opening (finish recomputes)
 
@@ -227,7 +237,7 @@ class Index:
         same = self._same_postings(rec["id"], tf, len(toks))
         self._remove(rec["id"], postings=not same)
         sessions = record_sessions(rec)
-        self.con.execute(INSERT_RECORD, record_row(rec, path, len(toks), sessions))
+        self.con.execute(INSERT_RECORD, record_row(rec, relative_path(self.root, path), len(toks), sessions))
         if not same:
             self.stats_changed = True
         if tf and not same:

@@ -173,9 +173,10 @@ def _stage_chunk(job) -> list:
     job = (stage_dir, sequence number of the first file, paths).  Returns the chunk's items in file
     order: ("ok", seq, id, scope_id) or ("bad", seq, path, error)."""
     from collections import Counter
-    from cortex.store.index import index_text, record_row, record_sessions
+    from cortex.store.index import index_text, record_row, record_sessions, relative_path
     from cortex.store.terms import tokenize
     stage_dir, seq, paths = job
+    root = os.path.dirname(os.path.dirname(os.path.abspath(stage_dir)))  # <home>/index/.reindex-*
     rows, postings, sess, items = [], [], [], []
     for path in paths:
         try:
@@ -192,7 +193,7 @@ def _stage_chunk(job) -> list:
         toks = tokenize(index_text(rec))
         sessions = record_sessions(rec)
         rid = rec["id"]
-        rows.append((seq,) + record_row(rec, path, len(toks), sessions))
+        rows.append((seq,) + record_row(rec, relative_path(root, path), len(toks), sessions))
         dl = len(toks)
         postings.extend([(t, rid, n, dl, seq) for t, n in Counter(toks).items()])
         sess.extend([(x, rid, seq) for x in sessions])
@@ -274,7 +275,17 @@ class _Stager:
         self.pool, self.results = None, None
 
 
-def reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
+def reindex(home, cfg, progress=None, log=None, workers=None, wait: float = 60.0) -> dict:
+    """Rebuild the index from records/ while holding the run lock (waiting up to `wait` seconds for a
+    normalizer run): a normalizer writing records during the rebuild would leave files without rows."""
+    from cortex.core.lock import locked
+    from cortex.store import journal
+    with locked(home, wait=wait):
+        journal.replay(home, cfg, log=log)  # staging folders of a killed rebuild, intents of killed commands
+        return _reindex(home, cfg, progress=progress, log=log, workers=workers)
+
+
+def _reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
     """Rebuild the index from records/ alone, in one transaction (readers see old or new, never half).
     Unreadable record files are reported and skipped, never rewritten.  A record id found in two files
     is indexed from the later one (in file order), as one upsert after another would.

@@ -110,6 +110,11 @@ def parse(text: str, where: str = "record") -> dict:
     head = text[4:end + 1]
     if len(head) > MAX_FRONT_MATTER or max(head.count("["), head.count("{")) > 10000:
         raise RecordError("%s: front matter too large or too deeply nested to be a Cortex record" % where)
+    if "&" in head or "*" in head:  # a possible anchor or alias: look at the YAML events (linear, no expansion)
+        problem = _anchors(yaml, head)
+        if problem:
+            raise RecordError("%s: %s; Cortex records never use them (a hand edit?), so it is not read" % (
+                where, problem))
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
         front = yaml.load(head, Loader=loader)
@@ -122,6 +127,21 @@ def parse(text: str, where: str = "record") -> dict:
         if k in front and not isinstance(front[k], str):
             front[k] = str(front[k])  # YAML may read an unquoted timestamp as a datetime
     return front
+
+
+def _anchors(yaml, head: str):
+    """Why this front matter is refused when it holds YAML anchors or aliases (an alias bomb expands a few
+    hundred bytes into gigabytes), else None.  Reads the event stream only, which never expands anything."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for ev in yaml.parse(head, Loader=loader):
+            if isinstance(ev, yaml.AliasEvent):
+                return "front matter uses a YAML alias (*%s)" % ev.anchor
+            if getattr(ev, "anchor", None):
+                return "front matter uses a YAML anchor (&%s)" % ev.anchor
+    except Exception:  # yaml.load below reports the syntax error
+        return None
+    return None
 
 
 def read(path: str) -> dict:
@@ -300,12 +320,12 @@ class RecordStore:
             return rec
         return None
 
-    def write(self, rec: dict, redact_only=None):
+    def write(self, rec: dict, redact_only=None, durable: bool = True):
         """Write a record (atomically).  Every string in it is redacted first, not only the text: a secret
         can sit in a plan item, a file name, a branch or the transcript path (a Claude Code transcript folder
         is named after the project folder).  `rec` is updated in place.  `redact_only` (field names) limits
         that to the fields `update` changed; an empty set skips it (and the import of the redactor, which
-        `cortex recall` does without)."""
+        `cortex recall` does without).  `durable=False` leaves the fsyncs to the caller (a batch)."""
         fields = [k for k in rec if k not in _STRUCTURAL and (redact_only is None or k in redact_only)]
         if fields:
             from cortex.model import redact
@@ -318,7 +338,8 @@ class RecordStore:
             problems = validate("record", rec)
             if problems:
                 raise RecordError("record %s does not match schemas/record.schema.json: %s" % (rec.get("id"), problems[0]))
-        atomic_write_text(record_path(self.root, rec), dump(rec))
+        note_change(self.root, rec["id"], rec.get("scope_id"))
+        atomic_write_text(record_path(self.root, rec), dump(rec), durable=durable)
         self.changed.add(rec["id"])
 
 
@@ -330,6 +351,17 @@ def _changed_strings(before: dict, after: dict) -> set:
 # Fields the store itself sets to ids, enums, numbers and times: nothing to redact (the path depends on some).
 _STRUCTURAL = frozenset(("id", "scope", "type", "status", "confidence", "salience", "pinned", "priority",
                          "tokens", "redactions", "created", "updated", "seen", "used", "archived_at"))
+
+
+# records root -> callable(id, scope_id), called before a record file is written or deleted while a maintenance
+# change is under way (store/journal.py: the ids to re-index if the process dies before its index update)
+JOURNALS = {}
+
+
+def note_change(root: str, rec_id: str, scope_id: str = None) -> None:
+    fn = JOURNALS.get(os.path.abspath(root))
+    if fn is not None:
+        fn(rec_id, scope_id)
 
 
 def _utf8(s: str) -> str:

@@ -6,7 +6,7 @@ prefix or header), `value` is the part that must never be stored (the random par
 parts).  `survivors(haystack, secrets)` says which secrets show up in a text, whole or in part (any
 12-character window of a fragment).
 
-`samples(seed, per_kind)` (below; the unit tests of tests/test_redact.py use it): every kind the redactor
+`samples(seed, per_kind)` (below; the unit tests of tests/model/test_redact.py use it): every kind the redactor
 names, in many surrounding forms (bare, KEY=, JSON, YAML, URL, header, sentence, code ...).
 
 `catalog(seed)` (at the end): the vendor formats (FORMATS, over 100 of them, learned from public

@@ -5,12 +5,10 @@ import importlib
 
 from cortex.ingest.adapters.base import Adapter, Entry, ParseResult, PlanItem, SessionMeta  # noqa: F401
 
-# client name -> "module:Class"; imported only when needed.
-_ADAPTERS = {
-    "claude-code": "cortex.ingest.adapters.claude_code:ClaudeCodeAdapter",
-    "codex": "cortex.ingest.adapters.codex:CodexAdapter",
-    "gemini": "cortex.ingest.adapters.gemini:GeminiAdapter",
-}
+from cortex.clients.spec import CLIENTS
+
+# client name -> "module:Class" (cortex/clients/spec.py); imported only when needed.
+_ADAPTERS = {name: facts["adapter"] for name, facts in CLIENTS.items()}
 
 HEAD_BYTES = 65536
 

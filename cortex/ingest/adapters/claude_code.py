@@ -148,10 +148,11 @@ class ClaudeCodeAdapter(Adapter):
         # 2.1.x: <dir>/<session>/subagents/agent-*.jsonl
         sub = os.path.join(folder, stem, "subagents")
         for name in _listdir(sub):
-            if name.startswith("agent-") and name.endswith(".jsonl"):
+            if name.startswith("agent-") and name.endswith(".jsonl") and _regular(os.path.join(sub, name)):
                 found.append(os.path.join(sub, name))
         # 2.0.x: agent-*.jsonl beside the session file, tied to it only by sessionId.
-        siblings = [n for n in _listdir(folder) if n.startswith("agent-") and n.endswith(".jsonl")]
+        siblings = [n for n in _listdir(folder) if n.startswith("agent-") and n.endswith(".jsonl")
+                    and _regular(os.path.join(folder, n))]
         heads = {}
         if siblings:
             session_id = _head_info(path)[0] or stem
@@ -580,6 +581,15 @@ def _count_newlines(f, end: int) -> int:
         count += chunk.count(b"\n")
         left -= len(chunk)
     return count
+
+
+def _regular(path: str) -> bool:
+    """A regular file, not followed through a link: a FIFO or a link to /dev/zero would block or never end."""
+    import stat
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _listdir(folder: str) -> list:

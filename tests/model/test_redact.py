@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/
 for p in (str(HERE.parent), str(HERE)):
     if p not in sys.path:
         sys.path.insert(0, p)

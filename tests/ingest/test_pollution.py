@@ -22,7 +22,7 @@ from cortex.ingest.extract import Context, keyword_candidates
 from cortex.core.home import Home
 from cortex.store.records import iter_paths, normalize_text, read
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "transcripts")
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "transcripts")
 
 # folder -> (patterns that must each match a record of that session, patterns judged useful there)
 EXPECT = {

@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import cortex.store.terms as tp
 from cortex.store.terms import STOPWORDS, query_terms, tokenize
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def word(w: str) -> str:
@@ -310,7 +310,7 @@ DOCS = [
     "Edited docs/README.md to describe the install steps.",
     "Gotcha: time zones; always store timestamps as UTC ISO-8601 strings.",
     "Decided the cache key is the sha256 of the normalised prompt.",
-    "Fixed flaky test in tests/test_sync.py caused by a shared temp dir.",
+    "Fixed flaky test in tests/ops/test_sync.py caused by a shared temp dir.",
     "Plan: token budget for injected context is 1500 tokens.",
     "Gotcha: Node 18 fetch has no proxy support; use undici's ProxyAgent.",
 ]

@@ -20,7 +20,7 @@ from cortex.ingest.adapters.base import (
 )
 from cortex.ingest.adapters.codex import CodexAdapter
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 TRANSCRIPTS = os.path.join(HERE, "fixtures", "transcripts")
 
 

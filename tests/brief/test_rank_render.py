@@ -411,3 +411,8 @@ def test_near_identical_lines_fold_but_different_facts_do_not():
     c = render.fold_key({"type": "learned", "text": "The importer batches 500 rows per request to the warehouse API "
                                                      "and never retries."})
     assert render.same_line(a, b) and not render.same_line(a, c)
+    # one word apart, and it is the thing the line is about: two facts, two lines
+    d = render.fold_key({"type": "decision", "text": "Keep the aspen cache in SQLite because it needs no server"})
+    e = render.fold_key({"type": "decision", "text": "Keep the willow cache in SQLite because it needs no server"})
+    f = render.fold_key({"type": "decision", "text": "Keep the aspen cache in SQLite because it needs no server at all"})
+    assert not render.same_line(d, e) and render.same_line(d, f)

@@ -17,7 +17,7 @@ from cortex.ingest.adapters.base import (
 )
 from cortex.ingest.adapters.claude_code import ClaudeCodeAdapter
 
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 CC = FIXTURES / "claude-code"
 ALL_CC = sorted(CC.rglob("*.jsonl"))
 

@@ -352,7 +352,7 @@ def test_capture_imports_only_the_standard_library(home, transcript, kind):
     assert len(names(home, "pending")) == 1
     extra = mods - baseline
     assert {m.split(".")[0] for m in extra} <= set(sys.stdlib_module_names) | {"cortex"}, sorted(extra)
-    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.core", "cortex.clients", "cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home",
+    assert {m for m in extra if m.startswith("cortex")} <= {"cortex", "cortex.capture", "cortex.core", "cortex.clients", "cortex.capture.hook", "cortex.clients.spec", "cortex.inbox", "cortex.inbox.maildir", "cortex.core.fsutil", "cortex.core.home",
                                                               "cortex.clients.sniff"}
     assert not [m for m in mods if m.split(".")[0] in HEAVY_MODULES]
 

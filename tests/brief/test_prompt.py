@@ -11,7 +11,7 @@ from cortex.core import config
 from cortex.brief import prompt, session_start
 from cortex.bench.run import build_home
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEAVY = ("tiktoken", "numpy", "rank_bm25", "yaml", "jsonschema", "structlog")
 
 

@@ -14,7 +14,7 @@ from cortex.ingest.adapters.base import (
 )
 from cortex.ingest.adapters.gemini import GeminiAdapter
 
-HERE = os.path.dirname(__file__)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tests/
 TRANSCRIPTS = os.path.join(HERE, "fixtures", "transcripts")
 (CHAT,) = glob.glob(os.path.join(TRANSCRIPTS, "gemini", "gemini-cli-chat-file-ops", "*.json"))
 OTHER_CLIENTS = sorted(
