@@ -62,7 +62,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         if any(rec["type"] in DECISIONS for rec, _ in out):
             return out
         # no decision record answers: the best earlier passage, first, and the records that still fit
-        got = passage_fallback(con, terms, project["id"], session_id, pcfg)
+        got = passage_fallback(home, con, terms, project["id"], session_id, pcfg)
     finally:
         con.close()
     if not got:
@@ -78,7 +78,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     return got + keep
 
 
-def passage_fallback(con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
+def passage_fallback(home, con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
     """[(passage, score)]: the best passage of an earlier session of this project that clears
     min_passage_score and holds at least min_terms of the prompt's distinct terms; [] otherwise."""
     if not pcfg.get("passages", True):
@@ -91,6 +91,8 @@ def passage_fallback(con, terms: list, project_id: str, session_id, pcfg: dict) 
             break
         if session_id and row["session"] == str(session_id):
             continue  # what this session said is in its own context already
+        from cortex.store.episodes import episode_file
+        row["path"] = episode_file(home, row["path"]) or ""
         turns = _passage_turns(row)
         if not turns:
             continue

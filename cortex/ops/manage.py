@@ -948,7 +948,7 @@ def show_passage(home, ref: str) -> dict:
         con = connect(home.index_db, readonly=True)
         try:
             row = con.execute("SELECT path FROM passages WHERE session=? LIMIT 1", (session,)).fetchone()
-            path = row[0] if row else None
+            path = episodes.episode_file(home, row[0]) if row else None
         except Exception:
             path = None
         finally:

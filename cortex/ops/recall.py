@@ -122,9 +122,11 @@ def passage_turns(path: str, first: int, last: int) -> list:
     return [t for t in turns if first <= t["n"] <= last]
 
 
-def passage_hit(row: dict, bm25: float, rel: float, now: float, words) -> dict:
+def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words) -> dict:
     from cortex.brief import render
     rcy = passage_recency(row["at"], now)
+    from cortex.store.episodes import episode_file
+    row = dict(row, path=episode_file(home, row["path"]) or "")
     turns = passage_turns(row["path"], row["first_turn"], row["last_turn"])
     text = "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns)
     anchor = [t for t in turns if t["n"] == row["anchor"]]
@@ -377,7 +379,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     ranked = [((rec["tier"], -rec["score"], rec["id"]), rec) for rec in hits]
     rec_terms = None
     for b, row in found:
-        h = passage_hit(row, b, PASSAGE_WEIGHT * b / top if top > 0 else 0.0, now, words)
+        h = passage_hit(home, row, b, PASSAGE_WEIGHT * b / top if top > 0 else 0.0, now, words)
         tier = 0 if row["project"] == project["id"] else 4  # the project's group, else "other" (recall tiers)
         key = (tier, -h["score"], h["id"])
         if hits:  # a passage that says what a record says ranks right after that record

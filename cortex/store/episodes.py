@@ -60,6 +60,18 @@ def episode_path(home, project: str, session: str) -> str:
     return os.path.join(home.path("episodes"), safe_name(project or "unknown"), safe_name(session) + ".md")
 
 
+def episode_file(home, stored: str):
+    """The episode file in THIS home an index row's path names: a relative path (what the index keeps, so a
+    moved or copied home still finds its episodes) joined to the home; an absolute one keeps its last three
+    parts, episodes/<project>/<session>.md.  None for anything else."""
+    if not isinstance(stored, str) or not stored or "\x00" in stored:
+        return None
+    parts = stored.replace("\\", "/").split("/")[-3:]
+    if len(parts) != 3 or parts[0] != "episodes" or ".." in parts or not parts[2].endswith(".md"):
+        return None
+    return home.path(*parts)
+
+
 def iter_paths(root: str):
     """Every episode file under episodes/, sorted."""
     if not os.path.isdir(root):

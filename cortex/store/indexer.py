@@ -69,7 +69,8 @@ def passage_rows(front: dict, turns: list, path: str, since: int = 1) -> list:
     """The index rows of an episode's passages that hold a turn >= since."""
     from cortex.store import episodes
     from cortex.store.terms import tokenize
-    return [(p["anchor"], front.get("project"), front.get("client"), p["at"], p["first"], p["last"], path,
+    rel = "episodes/%s/%s" % (os.path.basename(os.path.dirname(path)), os.path.basename(path))  # relative to the home
+    return [(p["anchor"], front.get("project"), front.get("client"), p["at"], p["first"], p["last"], rel,
              tokenize(p["text"])) for p in episodes.passages(turns, since)]
 
 
