@@ -198,7 +198,14 @@ TEXTS = {"turn": text_turn, "caption": text_caption, "speaker-date": text_speake
 #   ("rank-bm25", tokens)   plain rank_bm25.BM25Okapi over raw turns: "ws" whitespace-split lower-cased text,
 #                           "word" lower-cased \w+ runs (punctuation dropped), "textproc" Cortex's analyser
 #   ("fuse", [names])       reciprocal rank fusion (k=60) of the named rankings
+#   ("product", "episodes") through the product's interface: each LoCoMo session written as a Claude Code
+#                           transcript (first speaker as the user, the other as the assistant), captured by
+#                           the Stop hook's code and read by the normalizer into records and episodes; the
+#                           question goes to `cortex recall` (records and passages in one ranking); each hit
+#                           gives the dialogue ids of its turns (a passage: its anchor turn, the reply, the
+#                           turn before), and the ranking is cut at k dialogue ids, as rank-bm25's is
 VARIANTS = {
+    "product: episodes via hook + normalizer + recall": ("product", "episodes"),
     "rank-bm25 raw turns": ("rank-bm25", "ws"),
     "rank-bm25 raw turns, word tokens": ("rank-bm25", "word"),
     "rank-bm25 stemmed": ("rank-bm25", "textproc"),
@@ -225,7 +232,7 @@ VARIANTS = {
                                                            "recall: +context"]),
 }
 # what `python -m cortex.bench.locomo` runs unless told otherwise (`--variants all` runs every one)
-DEFAULT_VARIANTS = ["rank-bm25 raw turns", "rank-bm25 raw turns, word tokens", "rank-bm25 stemmed", "recall: turn",
+DEFAULT_VARIANTS = ["product: episodes via hook + normalizer + recall", "rank-bm25 raw turns", "rank-bm25 raw turns, word tokens", "rank-bm25 stemmed", "recall: turn",
                     "index bm25: turn", "recall: speaker+date", "recall: +reply-to", "recall: +context",
                     "recall: +context x2", "recall: +context x3", "fusion: +context / x2 / x3"]
 BEST = "recall: +context x2"
@@ -267,6 +274,82 @@ def build_home(root: str, turns: list, text_fn, project_cwd: str) -> dict:
     finally:
         idx.close()
     return {"home": home, "cfg": cfg, "ids": ids}
+
+
+def build_product_home(root: str, turns: list, project_cwd: str) -> dict:
+    """A Cortex home filled the way a user's is: one Claude Code transcript per LoCoMo session in a client
+    folder, a Stop event captured for each (cortex.capture.hook: build_event + write_event, as
+    `cortex-stop` does), then one normalizer run.  Returns {home, cfg, turn_ids: (session id, episode
+    turn number) -> [dia_id], line_ids: (transcript, line) -> dia_id}."""
+    import uuid
+    from datetime import datetime, timedelta
+    from cortex.capture import hook as capture
+    from cortex.core import config
+    from cortex.core.home import Home
+    from cortex.ingest import run as norm
+    home = Home(root).ensure()
+    client = os.path.join(os.path.dirname(root), os.path.basename(root) + "-client")
+    os.makedirs(client, exist_ok=True)
+    by_session = {}
+    for t in turns:
+        by_session.setdefault(t["session"], []).append(t)
+    first_speaker = turns[0]["speaker"] if turns else ""
+    turn_ids, line_ids = {}, {}
+    for n in sorted(by_session):
+        sid = str(uuid.uuid5(uuid.NAMESPACE_URL, "locomo:%s:%d" % (root, n)))
+        path = os.path.join(client, sid + ".jsonl")
+        t0 = datetime.strptime(by_session[n][0]["date"], "%Y-%m-%dT%H:%M:%SZ")
+        parent, ep_turn, last_role = None, 0, None
+        with open(path, "w", encoding="utf-8") as f:
+            for i, t in enumerate(by_session[n]):
+                role = "user" if t["speaker"] == first_speaker else "assistant"
+                ts = (t0 + timedelta(seconds=30 * i)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+                u = str(uuid.uuid5(uuid.NAMESPACE_URL, sid + t["dia_id"]))
+                content = t["text"] if role == "user" else [{"type": "text", "text": t["text"]}]
+                msg = {"role": role, "content": content}
+                if role == "assistant":
+                    msg.update(id="msg_" + u[:8], type="message", model="locomo")
+                f.write(json.dumps({"parentUuid": parent, "isSidechain": False, "userType": "external",
+                                    "cwd": project_cwd, "sessionId": sid, "version": "2.1.39", "type": role,
+                                    "message": msg, "uuid": u, "timestamp": ts}) + "\n")
+                parent = u
+                if role == "user" or last_role != "assistant":
+                    ep_turn += 1  # a prompt is a turn; consecutive replies make one turn (episodes.append)
+                last_role = role
+                turn_ids.setdefault((sid, ep_turn), []).append(t["dia_id"])
+                line_ids[(path, i + 1)] = t["dia_id"]
+        payload = {"session_id": sid, "transcript_path": path, "cwd": project_cwd, "hook_event_name": "Stop"}
+        capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), "claude-code", home))
+    norm.run(home)
+    return {"home": home, "cfg": config.load(home, fast=False), "turn_ids": turn_ids, "line_ids": line_ids}
+
+
+def product_ranking(built: dict, question: str, cwd: str, now: float, k: int) -> list:
+    """Dialogue ids of `cortex recall QUESTION`'s hits (records and passages), best first, at most k."""
+    from cortex.core.errors import CortexError
+    from cortex.ops.recall import recall
+    from cortex.store import records
+    try:
+        res = recall(built["home"], question, k=k, cwd=cwd, record_use=False, cfg=built["cfg"], now=now)
+    except CortexError:
+        return []
+    out = []
+    for h in res["hits"]:
+        if h["kind"] == "episode":
+            a, (first, last) = h["anchor"], h["turns"]
+            order = [a] + list(range(a + 1, last + 1)) + list(range(first, a))
+            ids = [d for n in order for d in built["turn_ids"].get((h["session"], n), [])]
+        else:
+            try:
+                prov = records.read(h["path"]).get("provenance") or []
+            except Exception:
+                prov = []
+            ids = [built["line_ids"].get((p.get("transcript"), int(p["ref"][1:])))
+                   for p in prov if str(p.get("ref", "")).startswith("L") and p["ref"][1:].isdigit()]
+        for d in ids:
+            if d and d not in out:
+                out.append(d)
+    return out[:k]
 
 
 # -- rankings ------------------------------------------------------------------------------------------------
@@ -393,6 +476,10 @@ def evaluate(data: list, variants=None, conversations: int = None, log=None, wor
                     homes[what] = build_home(root, turns, TEXTS[what], cwd)
                 if how == "rank-bm25":
                     homes["rank-bm25:" + what] = RankBM25(turns, what)
+                if how == "product" and "product" not in homes:
+                    root = os.path.join(base, "home-%d-product" % ci)
+                    os.environ["CORTEX_HOME"] = root
+                    homes["product"] = build_product_home(root, turns, cwd)
             for q in qs:
                 for name in variants:
                     how, what = VARIANTS[name]
@@ -403,6 +490,9 @@ def evaluate(data: list, variants=None, conversations: int = None, log=None, wor
                         r = bm25_ranking(homes[what], q["question"], DEPTH)
                     elif how == "rank-bm25":
                         r = homes["rank-bm25:" + what].ranking(q["question"], DEPTH)
+                    elif how == "product":
+                        os.environ["CORTEX_HOME"] = homes["product"]["home"].root
+                        r = product_ranking(homes["product"], q["question"], cwd, now, DEPTH)
                     else:
                         r = fuse([ranks[d] for d in what], DEPTH)
                     ranks[name] = r
@@ -460,7 +550,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.list:
         for name, (how, what) in VARIANTS.items():
-            desc = (TEXTS[what].__doc__ if how in ("recall", "bm25") else
+            desc = (build_product_home.__doc__ if how == "product" else
+                    TEXTS[what].__doc__ if how in ("recall", "bm25") else
                     "plain rank_bm25 over raw turns, %s tokens" % what if how == "rank-bm25" else
                     "reciprocal rank fusion of " + ", ".join(what))
             print("%-45s %s: %s" % (name, how, " ".join((desc or "").split())))

@@ -176,7 +176,7 @@ def cmd_recall(args):
     from cortex.ops.recall import recall
     home = _home()
     res = recall(home, " ".join(args.query), scope=args.scope, types=_types(args.type), k=args.k, cwd=_cwd(args),
-                 include_archived=args.all, record_use=not args.no_use)
+                 include_archived=args.all, record_use=not args.no_use, kind=args.kind)
     if args.json:
         out_json(res)
         return 0
@@ -184,18 +184,24 @@ def cmd_recall(args):
              else {"project": "project %s" % res["project"], "domain": "domain %s" % res["domain"],
                    "all": "every scope"}[args.scope])
     if not res["hits"]:
-        print("no %srecords match %r in %s" % ("" if args.all else "active ", res["query"], where))
+        what = {"record": "records", "episode": "episode passages"}.get(args.kind, "records or episode passages")
+        print("no %s%s match %r in %s" % ("" if args.all or args.kind == "episode" else "active ", what,
+                                           res["query"], where))
         return 0
     rows = []
     for h in res["hits"]:
+        if h["kind"] == "episode":
+            rows.append([(h["id"], "cyan"), "episode", "turns %d-%d" % tuple(h["turns"]), h["age"] or "-", "-",
+                         _scope_label(h, res["project"], res["domain"]), h["snippet"]])
+            continue
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
         if h.get("superseded_by"):
             status = " (superseded by %s)" % ", ".join(h["superseded_by"])
-        rows.append([(h["id"], "cyan"), h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
+        rows.append([(h["id"], "cyan"), "record", h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
-    table(["ID", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(2, 3))
+    table(["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(3, 4))
     tail = "%d hit%s in %s" % (len(rows), "" if len(rows) == 1 else "s", where)
-    if res["used_at"]:
+    if res["used_at"] and any(h["kind"] == "record" for h in res["hits"]):
         tail += "; counted as a use"
     print(paint(tail, "dim"))
     if res.get("note"):
@@ -270,6 +276,19 @@ def cmd_show(args):
         return 0
     now = time.time()
     out = sys.stdout.write
+    if rec.get("kind") == "episode":
+        head = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
+        out("%s%s\n" % (head("passage"), paint(printable(rec["id"]), "cyan")))
+        out("%s%s (%s)\n" % (head("session"), printable(rec["session"]), printable(rec.get("client") or "-")))
+        out("%s%s\n" % (head("project"), printable(rec.get("project") or "-")))
+        out("%sturns %d-%d of %d\n" % (head("turns"), rec["turns"][0], rec["turns"][1], rec.get("of") or 0))
+        out("%s%s\n" % (head("at"), printable(_when(rec.get("at"), now))))
+        out("%s%s\n" % (head("file"), printable(rec["path"])))
+        for t in rec["text_turns"]:
+            out("\n%s\n" % paint("turn %d — %s — %s" % (t["n"], t["role"], printable(t["at"] or "-")), "bold"))
+            for line in t["text"].splitlines() or [""]:
+                out("  %s\n" % printable(line))
+        return 0
     label = lambda k: paint(k.ljust(11), "bold")  # noqa: E731
 
     def w(head, text):  # the record's text: printable, then the colour codes of the heading
@@ -358,6 +377,15 @@ def _print_also(extra: dict, dry_run: bool):
         else:
             print(paint("%s %d processed inbox event(s) and %d transcript link(s) of the records' sessions" % (
                 "would remove" if dry_run else "also removed", inbox["events"], inbox["blobs"]), "dim"))
+    ep = extra.get("episodes")
+    if ep and any(ep.values()):
+        if "turns" in ep:
+            print(paint("%s %d turn(s) holding the records' words in their sessions' episodes" % (
+                "would blank" if dry_run else "also blanked", ep["turns"]), "dim"))
+        else:
+            print(paint("%s %d episode(s) (what was said in the session%s), %d passage(s) left the index" % (
+                ep.get("verb", "would remove" if dry_run else "also removed"), ep["episodes"],
+                "" if ep["episodes"] == 1 else "s", ep["passages"]), "dim"))
 
 
 def _destroy(args, targets, how, what, also=None):
@@ -413,7 +441,7 @@ def _destroy(args, targets, how, what, also=None):
 
 @command
 def cmd_forget(args):
-    from cortex.ops.manage import find_targets
+    from cortex.ops.manage import find_targets, forget_episodes
     home = _home()
     if args.session and args.target:
         raise CortexError("give either --session SID or an id/query, not both")
@@ -421,11 +449,22 @@ def cmd_forget(args):
                                 hard=args.hard)
     also = None
     if args.hard:
-        from cortex.ops.manage import purge_session_inbox
+        from cortex.ops.manage import forget_in_episodes, purge_session_inbox
         sessions = {p.get("session") for rec, _path in targets for p in rec.get("provenance") or []
                     if isinstance(p, dict)}
-        # the processed hook payloads of those sessions can hold the same text
-        also = lambda: {"inbox": purge_session_inbox(home, sessions, dry_run=args.dry_run)}  # noqa: E731
+
+        def also():
+            # the processed hook payloads of those sessions can hold the same text, and so can their episodes
+            out = {"inbox": purge_session_inbox(home, sessions, dry_run=args.dry_run)}
+            if args.session:
+                out["episodes"] = forget_episodes(home, [args.session], hard=True, dry_run=args.dry_run)
+            else:
+                out["episodes"] = forget_in_episodes(home, targets, dry_run=args.dry_run)
+            return out
+    elif args.session:
+        def also():
+            res = forget_episodes(home, [args.session], hard=False, dry_run=args.dry_run)
+            return {"episodes": dict(res, verb="would archive" if args.dry_run else "archived")}
     return _destroy(args, targets, how, "forget", also=also)
 
 
@@ -437,10 +476,11 @@ def cmd_reset(args):
     home = _home()
     project, _domain, _cfg = resolve_project(home, _cwd(args))
     targets = project_records(home, project["id"])
-    from cortex.ops.manage import purge_project_inbox
-    # also what the inbox keeps of the project: raw hook payloads, transcript links, read state
+    from cortex.ops.manage import purge_project_inbox, reset_project_episodes
+    # also what the inbox keeps of the project: raw hook payloads, transcript links, read state; and its episodes
     return _destroy(args, targets, "project", "reset",
-                    also=lambda: {"inbox": purge_project_inbox(home, project["id"], dry_run=args.dry_run)})
+                    also=lambda: {"inbox": purge_project_inbox(home, project["id"], dry_run=args.dry_run),
+                                  "episodes": reset_project_episodes(home, project["id"], dry_run=args.dry_run)})
 
 
 # -- why -----------------------------------------------------------------------------------------
@@ -610,6 +650,10 @@ def cmd_export(args):
         from cortex.core.fsutil import atomic_write_bytes
         lines = [export_line(r) + "\n" for r in export_records(home, scope_ids, errors, progress("exporting"))]
         n = len(lines)
+        if args.episodes:
+            from cortex.ops.manage import export_episodes
+            lines += [json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n"
+                      for e in export_episodes(home, scope_ids, errors)]
         atomic_write_bytes(os.path.abspath(args.output), "".join(lines).encode("utf-8"), mode=0o600)
     else:
         buf = getattr(sys.stdout, "buffer", None)
@@ -620,6 +664,14 @@ def cmd_export(args):
             else:
                 sys.stdout.write(line)
             n += 1
+        if args.episodes:
+            from cortex.ops.manage import export_episodes
+            for e in export_episodes(home, scope_ids, errors):
+                line = json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n"
+                if buf is not None:
+                    buf.write(line.encode("utf-8"))
+                else:
+                    sys.stdout.write(line)
         sys.stdout.flush()
     for path, err in errors:
         sys.stderr.write("cortex: skipped an unreadable record: %s\n" % err)
@@ -642,15 +694,29 @@ def cmd_import(args):
                 data = f.read()
         except OSError as e:
             raise CortexError("cannot read %s: %s" % (args.file, e.strerror or e))
-    recs = parse_import(data.split(b"\n"))
+    lines, eps = [], []
+    for line in data.split(b"\n"):
+        if line.startswith(b'{"episode":'):  # a line of `cortex export --episodes`
+            try:
+                eps.append(json.loads(line.decode("utf-8")))
+                continue
+            except ValueError:
+                pass
+        lines.append(line)
+    recs = parse_import(lines)
     home = _home(create=True)
     stats = import_records(home, recs, progress=progress("importing"), dry_run=args.dry_run)
+    if eps:
+        from cortex.ops.manage import import_episode
+        for e in eps:
+            import_episode(home, e, dry_run=args.dry_run)
+        stats["episodes"] = len(eps)
     if args.json:
         out_json(stats)
         return 0
-    print("%s %d records: %d created, %d replaced, %d unchanged" % (
+    print("%s %d records: %d created, %d replaced, %d unchanged%s" % (
         "would import" if args.dry_run else "imported", stats["records"], stats["created"], stats["replaced"],
-        stats["unchanged"]))
+        stats["unchanged"], "; %d episodes" % stats["episodes"] if stats.get("episodes") else ""))
     return 0
 
 
@@ -679,6 +745,8 @@ def add_commands(sub) -> None:
     _cwd_flag(p)
     p.add_argument("--all", action="store_true", help="include archived and superseded records")
     p.add_argument("--no-use", action="store_true", help="do not count this recall as a use of the hits")
+    p.add_argument("--kind", choices=["record", "episode"],
+                   help="only records, or only episode passages (what was said in earlier sessions)")
     _json_flag(p)
     p.set_defaults(func=cmd_recall)
 
@@ -735,8 +803,8 @@ def add_commands(sub) -> None:
     _json_flag(p)
     p.set_defaults(func=cmd_edit)
 
-    p = sub.add_parser("show", help="a record in full, with its provenance and uses")
-    p.add_argument("id", metavar="ID")
+    p = sub.add_parser("show", help="a record in full, with its provenance and uses; or an episode passage")
+    p.add_argument("id", metavar="ID", help="a record id (or unique prefix), or SESSION:TURN for an episode passage")
     _json_flag(p)
     p.set_defaults(func=cmd_show)
 
@@ -773,6 +841,8 @@ def add_commands(sub) -> None:
                    help="the project of --cwd, its domain, or every record (default all)")
     _cwd_flag(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically, mode 600) instead of stdout")
+    p.add_argument("--episodes", action="store_true",
+                   help="also one line per episode (what was said in each session); `cortex import` reads them")
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", help="read records from a JSON Lines export, keeping their ids")

@@ -39,9 +39,11 @@ def cmd_reindex(args):
     res = reindex(home, cfg, log=get_logger(home, component="reindex"),
                   progress=progress("reindexing: record", quiet=args.json or args.quiet))
     if args.json:
-        print_json({"records": res["records"], "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]})
+        print_json({"records": res["records"], "passages": res.get("passages", 0),
+                    "unreadable": [{"path": p, "error": e} for p, e in res["unreadable"]]})
     else:
-        print("reindexed %d records into %s" % (res["records"], home.index_db))
+        print("reindexed %d records and %d episode passages into %s" % (res["records"], res.get("passages", 0),
+                                                                         home.index_db))
         for path, err in res["unreadable"]:
             print("skipped (unreadable, left untouched): %s%s" % ("" if path in err else path + ": ", err),
                   file=sys.stderr)

@@ -21,6 +21,8 @@ DEFAULTS = {
         "max_tokens": 300,          # and at most this many tokens
         "min_score": 4.0,           # BM25 score a record needs to be worth interrupting the prompt
         "min_terms": 2,             # prompts with fewer distinct search terms get nothing
+        "passages": True,           # failing a decision record, the best earlier passage may be printed
+        "min_passage_score": 8.0,   # FTS5 bm25 a passage needs (passages are longer: a higher bar)
     },
     "ranking": {
         "decay": 0.5,               # ACT-R base-level decay d in ln(sum t_j^-d), t in hours
@@ -62,6 +64,10 @@ DEFAULTS = {
         "blob_retention_hours": 24,         # captured transcript links are removed this long after being read fully
         "done_retention_days": 7,           # processed events in inbox/done/ are deleted after this many days
         "lock_stale_seconds": 600,          # a lock older than this whose process is gone is taken over
+    },
+    "episodes": {
+        "enabled": True,            # keep what was said in each session (episodes/<project>/<session>.md)
+        "retention_days": 365,      # an episode whose last turn is older than this is deleted with its passages
     },
     "sync": {
         "after_normalize": False,   # run `cortex sync` after each cortex-normalize run (once `cortex sync init` ran)

@@ -9,6 +9,7 @@ home, holds everything Cortex writes:
       inbox/blobs/                hard links / copies of transcripts taken at capture
       records/L0/<project>/…md    one Markdown file per record, one folder per project
       records/L1/<domain>/…md     records shared by a domain of projects
+      episodes/<project>/<session>.md   what was said in each session (prompts, replies, tool lines)
       index/cortex.sqlite         the search + ranking index (derived; `cortex reindex` rebuilds it)
       state/cursors.json          how far each transcript has been read
       state/config.json           the validated config, as the hot paths read it
@@ -84,6 +85,10 @@ class Home:
         return self.path("records")
 
     @property
+    def episodes(self):
+        return self.path("episodes")
+
+    @property
     def index_db(self):
         return self.path("index", "cortex.sqlite")
 
@@ -144,7 +149,7 @@ class Home:
         old = os.umask(0o077)
         try:
             for sub in [("inbox", s) for s in INBOX_STATES] + [("inbox", "blobs"), ("records",), ("records", "L0"),
-                                                                ("records", "L1"), ("index",), ("state",), ("logs",)]:
+                                                                ("records", "L1"), ("episodes",), ("index",), ("state",), ("logs",)]:
                 os.makedirs(self.path(*sub), mode=0o700, exist_ok=True)
         finally:
             os.umask(old)

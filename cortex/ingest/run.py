@@ -128,7 +128,7 @@ class Run:
         marker = self.home.path("state", "running")
         self.recover_tmp()
         cutoff = time.time() if os.path.exists(marker) else time.time() - stale_after
-        for folder in (self.home.records, self.home.path("state"), self.home.path("index")):
+        for folder in (self.home.records, self.home.episodes, self.home.path("state"), self.home.path("index")):
             for root, _, files in os.walk(folder):
                 for name in files:
                     if not (name.startswith(".") and name.endswith(".tmp") or name.endswith(".part")):
@@ -198,6 +198,7 @@ class Run:
             if self.progress:
                 self.progress(i + 1, len(groups))
         self.finish_index()
+        self.prune_episodes()
         self.cleanup_blobs()
         self.prune_done()
         try:
@@ -274,10 +275,13 @@ class Run:
         totals = {"entries": 0, "candidates": 0, "bad_lines": 0, "windows": 0}
         # One window at a time: its records, their index rows, then the cursor, so memory stays
         # bounded and a run killed between windows resumes where the last one ended.
+        wstart = offset  # where this window starts in the transcript (the episode's idempotence key)
         while res is not None:
             ctx = self.context(adapter, payload, last, src, res, cur)
             cands, state = extract(res.entries, ctx, cur.get("state"))
             self.store_candidates(cands, ctx)
+            self.episode(ctx, res, wstart, adapter.client)
+            wstart = res.cursor
             from cortex.model.redact import clean
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
@@ -325,6 +329,17 @@ class Run:
         self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
                       truncated=truncated, events=len(evs), **totals)
 
+    def prune_episodes(self):
+        from cortex.ingest.episode_step import prune
+        n = prune(self.home, self.cfg, self.log, now=self.now)
+        if n:
+            self.stats["episodes_expired"] = n
+
+    def episode(self, ctx, res, start, client):
+        """The window's turns into the session's episode and its passages (before the cursor is saved)."""
+        from cortex.ingest.episode_step import record_window
+        record_window(self.home, self.cfg, self.log, ctx, res, start, client)
+
     def read_limits(self) -> dict:
         conf = self.cfg["normalize"]
         return {"window": int(conf["window_bytes"]), "max_line": int(conf["max_line_bytes"]),
@@ -344,8 +359,12 @@ class Run:
                        max_chars=self.cfg["extraction"]["max_record_chars"], cwd=res.meta.cwd or cwd)
 
     def store_candidates(self, cands, ctx):
-        """Write the candidates as records (placed, merged, linked, superseding), in order."""
+        """Write the candidates as records (placed, merged, linked, superseding), in order.  With episodes
+        on, a progress note that only repeats what was asked (no file changed) is not stored: the
+        episode keeps the prompt itself, searchable, and the block and recall do not fill with them."""
         from cortex.model.freshness import file_state, named_paths
+        if (self.cfg.get("episodes") or {}).get("enabled", True):
+            cands = [c for c in cands if not (c.type == "progress" and not c.files)]
         known = sorted({f for c in cands for f in c.files})
         for c in cands:
             cand = c.to_store(ctx)

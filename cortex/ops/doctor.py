@@ -371,6 +371,53 @@ def check_tokens() -> dict:
     return _check("tokens", "ok", m)
 
 
+def check_episodes(home) -> dict:
+    """Episode files readable and valid; their passages in the index (FTS5 available)."""
+    from cortex.core.schemas import validate
+    from cortex.store import episodes
+    files, bad, archived, want = 0, [], 0, set()
+    for p in episodes.iter_paths(home.episodes):
+        files += 1
+        try:
+            front, _turns = episodes.read(p)
+            problems = validate("episode", front)
+            if problems:
+                raise ValueError(problems[0])
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            bad.append("%s: %s" % (p, e))
+            continue
+        if front.get("archived"):
+            archived += 1
+        else:
+            want.add(front["session"])
+    fts, have = None, set()
+    if os.path.exists(home.index_db):
+        import sqlite3
+        try:
+            con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True, timeout=2.0)
+            try:
+                fts = con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone() is not None
+                if fts:
+                    have = {r[0] for r in con.execute("SELECT DISTINCT session FROM passages")}
+            finally:
+                con.close()
+        except sqlite3.Error:
+            pass
+    summary = "%d episode file(s)%s, %d session(s) with passages in the index" % (
+        files, " (%d archived)" % archived if archived else "", len(have))
+    if bad:
+        return _check("episodes", "warn", summary + "; %d unreadable" % len(bad), bad[:10],
+                      "fix or remove the files, then `cortex reindex`")
+    if fts is False:
+        return _check("episodes", "warn", summary + "; this SQLite has no FTS5: episodes are kept but not searched",
+                      fix="use a Python whose sqlite3 is built with FTS5")
+    missing = sorted(want - have)
+    if fts and missing:
+        return _check("episodes", "warn", summary + "; %d session(s) not in the index" % len(missing), missing[:10],
+                      "`cortex reindex`")
+    return _check("episodes", "ok", summary)
+
+
 def run_checks(home, cwd: str = None, environ=None, now: float = None, progress=None) -> dict:
     """Every check, in order.  Returns {ok, failures, warnings, checks: [{name, status, summary, details, fix}]}."""
     environ = dict(os.environ if environ is None else environ)
@@ -384,6 +431,7 @@ def run_checks(home, cwd: str = None, environ=None, now: float = None, progress=
         rec_check, n_ok, newest = check_records(home, progress)
         checks.append(check_index(home, n_ok, newest))
         checks.append(rec_check)
+        checks.append(check_episodes(home))
     checks += check_hooks(environ, cwd)
     checks += check_schedule(environ)
     checks.append(check_tokens())

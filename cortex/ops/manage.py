@@ -455,6 +455,161 @@ def purge_session_inbox(home, sessions: set, dry_run: bool = False) -> dict:
                             set(), dry_run)
 
 
+# -- episodes ------------------------------------------------------------------------------------
+
+def _episode_paths(home, sessions=None, project_id: str = None) -> list:
+    from cortex.store import episodes
+    names = {episodes.safe_name(x) + ".md" for x in sessions or () if x}
+    folder = episodes.safe_name(project_id) if project_id else None
+    return [p for p in episodes.iter_paths(home.episodes)
+            if (folder and os.path.basename(os.path.dirname(p)) == folder) or os.path.basename(p) in names]
+
+
+def _drop_passages(home, sessions=(), project_id: str = None, scrub: bool = True) -> int:
+    if not os.path.exists(home.index_db):
+        return 0
+    from cortex.store.index import Index, delete_passages, scrub_passages
+    idx = Index(home.index_db)
+    try:
+        n = sum(delete_passages(idx.con, session=x) for x in sorted(set(sessions)) if x)
+        if project_id:
+            n += delete_passages(idx.con, project=project_id)
+        if scrub:  # even when none was left: an archive before may have deleted them without merging
+            scrub_passages(idx.con)
+        idx.commit()
+        idx.truncate_wal()  # the deleted passages' terms leave the WAL too
+    finally:
+        idx.close()
+    return n
+
+
+def forget_episodes(home, sessions, hard: bool = False, dry_run: bool = False) -> dict:
+    """`forget --session`: the sessions' episodes leave search.  Archived (the default): the file stays,
+    marked `archived`, and its passages leave the index (a reindex leaves them out too).  `hard`: the file
+    is deleted with its passages."""
+    from cortex.store import episodes
+    paths = _episode_paths(home, sessions)
+    out = {"episodes": len(paths), "passages": 0}
+    if dry_run or not paths:
+        return out
+    with locked(home):
+        for p in paths:
+            if hard:
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+            else:
+                front, turns = episodes.read(p)
+                if not front.get("archived"):
+                    front["archived"] = now_iso()
+                    episodes.rewrite(p, front, turns)
+        out["passages"] = _drop_passages(home, sessions, scrub=hard)
+    return out
+
+
+def forget_in_episodes(home, targets, dry_run: bool = False) -> dict:
+    """`forget --hard` of records: the turns of their sessions' episodes that hold a record's words are
+    blanked (episodes.forget_text), and those episodes' passages indexed again, so the text is left in
+    no episode file and no index row."""
+    from cortex.store import episodes
+    from cortex.store.indexer import update_passages
+    by_session = {}
+    for rec, _path in targets:
+        for p in rec.get("provenance") or []:
+            if isinstance(p, dict) and p.get("session"):
+                by_session.setdefault(p["session"], []).append(rec.get("text") or "")
+    out = {"turns": 0}
+    if not by_session:
+        return out
+    with contextlib.nullcontext() if dry_run else locked(home):
+        for session, texts in sorted(by_session.items()):
+            for path in _episode_paths(home, [session]):
+                if dry_run:
+                    from cortex.store.terms import tokenize
+                    _, turns = episodes.read(path)
+                    wanted = [set(tokenize(t)) for t in texts if tokenize(t)]
+                    out["turns"] += sum(1 for t in turns if any(len(w & set(tokenize(t["text"]))) >= 0.8 * len(w)
+                                                                for w in wanted))
+                    continue
+                n = episodes.forget_text(path, texts)
+                out["turns"] += n
+                if n:
+                    front, turns = episodes.read(path)
+                    if not front.get("archived"):
+                        update_passages(home, front, turns, path)
+        if out["turns"] and not dry_run and os.path.exists(home.index_db):
+            from cortex.store.index import Index, scrub_passages
+            idx = Index(home.index_db)
+            try:
+                scrub_passages(idx.con)
+                idx.commit()
+                idx.truncate_wal()
+            finally:
+                idx.close()
+    return out
+
+
+def reset_project_episodes(home, project_id: str, dry_run: bool = False) -> dict:
+    """`reset --project`: every episode of the project and its passages are deleted."""
+    paths = _episode_paths(home, project_id=project_id)
+    out = {"episodes": len(paths), "passages": 0}
+    if dry_run:
+        return out
+    with locked(home):
+        for p in paths:
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        if paths:
+            try:
+                os.rmdir(os.path.dirname(paths[0]))
+            except OSError:
+                pass
+        out["passages"] = _drop_passages(home, project_id=project_id)
+    return out
+
+
+def export_episodes(home, scope_ids=None, errors: list = None):
+    """One dict per episode file ({"episode": front matter, "turns": [...]}), for `cortex export --episodes`."""
+    from cortex.store import episodes
+    for p in episodes.iter_paths(home.episodes):
+        try:
+            front, turns = episodes.read(p)
+        except (OSError, ValueError, UnicodeDecodeError) as e:
+            if errors is not None:
+                errors.append((p, str(e)))
+            continue
+        if scope_ids is not None and front.get("project") not in scope_ids:
+            continue
+        yield {"episode": front, "turns": [{"role": t["role"], "at": t["at"], "text": t["text"]} for t in turns]}
+
+
+def import_episode(home, item: dict, dry_run: bool = False) -> str:
+    """Write one exported episode (redacted again, front matter validated) and index its passages."""
+    from cortex.model.redact import clean
+    from cortex.core.schemas import validate
+    from cortex.store import episodes
+    from cortex.store.indexer import update_passages
+    front = dict(item.get("episode") or {})
+    problems = validate("episode", front)
+    if problems:
+        raise CortexError("an exported episode is not valid: %s" % problems[0])
+    turns = []
+    for i, t in enumerate(item.get("turns") or [], 1):
+        if not isinstance(t, dict) or t.get("role") not in ("user", "assistant"):
+            raise CortexError("episode %s: turn %d is not a user or assistant turn" % (front["session"], i))
+        turns.append({"n": i, "role": t["role"], "at": str(t.get("at") or ""), "text": clean(str(t.get("text") or ""))[0]})
+    front["turns"] = len(turns)
+    path = episodes.episode_path(home, front["project"], front["session"])
+    if not dry_run:
+        episodes.rewrite(path, front, turns)
+        if not front.get("archived"):
+            update_passages(home, front, turns, path)
+    return path
+
+
 def find_targets(home, target: str = None, session: str = None, cwd: str = None, scope: str = None,
                  hard: bool = False, cfg=None):
     """What `forget` would act on: (matches, how) with how 'id', 'query' or 'session'.
@@ -769,10 +924,50 @@ def ordered(rec: dict) -> dict:
 
 
 def show(home, ref: str) -> dict:
-    rec, path = load(home, ref)
+    try:
+        rec, path = load(home, ref)
+    except CortexError:
+        if ":" not in ref:
+            raise
+        return show_passage(home, ref)
     out = ordered(rec)
     out["path"] = path
     return out
+
+
+def show_passage(home, ref: str) -> dict:
+    """The passage SESSION:TURN (the one anchored at that turn, else the one holding it) with its turns."""
+    from cortex.store import episodes
+    session, _, turn = ref.rpartition(":")
+    if not session or not turn.isdigit():
+        raise CortexError("no record or passage %r" % ref, "a passage is SESSION:TURN, as `cortex recall` lists it")
+    n = int(turn)
+    path = None
+    if os.path.exists(home.index_db):
+        from cortex.store.index import connect
+        con = connect(home.index_db, readonly=True)
+        try:
+            row = con.execute("SELECT path FROM passages WHERE session=? LIMIT 1", (session,)).fetchone()
+            path = episodes.episode_file(home, row[0]) if row else None
+        except Exception:
+            path = None
+        finally:
+            con.close()
+    if path is None:
+        want = episodes.safe_name(session) + ".md"
+        path = next((p for p in episodes.iter_paths(home.episodes) if os.path.basename(p) == want), None)
+    if path is None or not os.path.exists(path):
+        raise CortexError("no record or episode passage %r" % ref, "`cortex recall --kind episode WORDS` lists passages")
+    front, turns = episodes.read(path)
+    ps = episodes.passages(turns)
+    p = next((p for p in ps if p["anchor"] == n), None) or next((p for p in ps if p["first"] <= n <= p["last"]), None)
+    if p is None:
+        raise CortexError("session %s has no turn %d (it has %d)" % (session, n, len(turns)))
+    return {"kind": "episode", "id": episodes.passage_id(session, p["anchor"]), "session": session,
+            "client": front.get("client"), "project": front.get("project"), "at": p["at"],
+            "turns": [p["first"], p["last"]], "anchor": p["anchor"], "of": len(turns), "path": path,
+            "text_turns": [t for t in turns if p["first"] <= t["n"] <= p["last"]],
+            "text": "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns if p["first"] <= t["n"] <= p["last"])}
 
 
 def export_records(home, scope_ids=None, errors: list = None, progress=None):

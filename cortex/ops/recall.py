@@ -13,6 +13,19 @@ come first, then hits of its domain (then, with --scope all, other scopes), each
 Archived and superseded records are hidden unless `include_archived`; then a superseded record ranks
 after the current records of its group and its hit says what replaced it (`superseded_by`).
 
+Episode passages (a turn of a session with its neighbours, episodes/<project>/<session>.md) are
+searched beside the records, by FTS5's bm25() over the same terms, and ranked in the same list:
+
+    record relevance  = bm25 / M          passage relevance = PASSAGE_WEIGHT · bm25p / M
+    M = max(max record bm25, PASSAGE_WEIGHT · max passage bm25)
+    passage score = passage relevance + 0.1·recency(its time)
+
+and a passage that holds SAME_THING of a record's terms (it says what the record says: most often the
+turn the record was extracted from) ranks right after that record, whatever its score; a passage that
+answers where no record does still comes first.  Every hit carries
+`kind` ("record" or "episode"); `kind=` keeps one of them.  Passages are searched in the project (in
+every project with scope "all"); a type filter keeps records only.
+
 Recall is a use: each returned record gets the current UTC time appended to its `used` list (which
 raises its activation) and its index row refreshed; an archived record that is returned is restored
 to active.
@@ -31,7 +44,10 @@ from cortex.core.errors import CortexError
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
 COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
-           "created", "updated", "times", "tokens", "files", "branch", "path")
+           "created", "updated", "times", "tokens", "files", "branch", "path", "sessions")
+KINDS = ("record", "episode")
+PASSAGE_WEIGHT = 0.8
+SAME_THING = 0.6  # a passage holding this share of a record's terms says what the record says
 SNIPPET_CHARS = 110
 
 
@@ -83,8 +99,46 @@ def _rows(con, ids):
             rec["times"] = json.loads(rec["times"] or "[]")
             rec["files"] = json.loads(rec["files"] or "[]")
             rec["pinned"] = bool(rec["pinned"])
+            rec["sessions"] = json.loads(rec["sessions"] or "[]")
             out[rec["id"]] = rec
     return out
+
+
+def passage_recency(at: str, now: float, half_life_days: float = 30.0) -> float:
+    from cortex.store.index import iso_to_epoch
+    t = iso_to_epoch(at or "")
+    if not t:
+        return 0.0
+    return 0.5 ** (max(now - t, 0.0) / 86400.0 / half_life_days)
+
+
+def passage_turns(path: str, first: int, last: int) -> list:
+    """The turns first..last of an episode file (empty when it cannot be read)."""
+    from cortex.store import episodes
+    try:
+        _, turns = episodes.read(path)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return []
+    return [t for t in turns if first <= t["n"] <= last]
+
+
+def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words) -> dict:
+    from cortex.brief import render
+    rcy = passage_recency(row["at"], now)
+    from cortex.store.episodes import episode_file
+    row = dict(row, path=episode_file(home, row["path"]) or "")
+    turns = passage_turns(row["path"], row["first_turn"], row["last_turn"])
+    text = "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns)
+    anchor = [t for t in turns if t["n"] == row["anchor"]]
+    from cortex.store.index import iso_to_epoch
+    t = iso_to_epoch(row["at"] or "")
+    return {"kind": "episode", "id": row["id"], "type": "episode", "status": "active", "scope": "L0",
+            "scope_id": row["project"], "where": "project", "session": row["session"], "at": row["at"],
+            "client": row["client"], "path": row["path"], "turns": [row["first_turn"], row["last_turn"]],
+            "anchor": row["anchor"], "age": render.age(t, now) if t else None,
+            "score": round(rel + WEIGHTS["recency"] * rcy, 4), "bm25": round(bm25, 4), "relevance": round(rel, 4),
+            "recency": round(rcy, 4), "snippet": snippet(anchor[0]["text"] if anchor else text, words),
+            "text": text}
 
 
 _LIGHT = "SELECT id, scope, scope_id, type, status FROM records %s WHERE id IN (%s)"
@@ -241,7 +295,8 @@ def _label_superseded(hits: list):
 
 
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
-           include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None) -> dict:
+           include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None,
+           kind: str = None) -> dict:
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
     from cortex.brief import render
     from cortex.model import rank
@@ -256,6 +311,10 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     types = sorted({canonical_type(t) for t in types})
     if k < 1:
         raise CortexError("-k must be at least 1")
+    if kind not in (None,) + KINDS:
+        raise CortexError("unknown kind %r" % kind, "use record or episode")
+    want_records = kind in (None, "record")
+    want_passages = kind == "episode" or (kind is None and not types)
     terms = query_terms(query or "")
     if not terms:
         raise CortexError("the query %r has no searchable words (only stopwords or punctuation)" % (query or ""),
@@ -271,8 +330,10 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         return out
     from cortex.store.index import connect
     con = connect(home.index_db, readonly=True)
+    best, rows, scores, found = [], {}, {}, []
     try:
-        scores = bm25_scores(con, terms)
+        if want_records:
+            scores = bm25_scores(con, terms)
         allowed = None if scope_ids is None else set(scope_ids)
 
         def keep_row(row):
@@ -290,29 +351,59 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         groups = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
             {1} if allowed is None or domain in allowed else set())
         tiers = {g * 2 for g in groups} | ({g * 2 + 1 for g in groups} if include_archived else set())
-        light = _filtered_top(con, scores, k, keep_row, tiers)
-        if not light:
-            return out
-        max_bm25 = max(b for _, b, _ in light)
-        keep = _could_reach_top(light, k, max_bm25)
-        days = _active_days(con, [project["id"], domain])
-        best = _best_k(con, [c for c in light if c[2] in keep], k, max_bm25,
-                       lambda rec: rank.parts(rec, now, cfg, days))
-        rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
+        light = _filtered_top(con, scores, k, keep_row, tiers) if scores else []
+        max_bm25 = max(b for _, b, _ in light) if light else 0.0
+        if light:
+            keep = _could_reach_top(light, k, max_bm25)
+            days = _active_days(con, [project["id"], domain])
+            best = _best_k(con, [c for c in light if c[2] in keep], k, max_bm25,
+                           lambda rec: rank.parts(rec, now, cfg, days))
+            rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
+        if want_passages:
+            from cortex.store.index import passage_scores
+            projects = None if allowed is None else ({project["id"]} if project["id"] in allowed else set())
+            found = passage_scores(con, terms, projects, limit=k)
     finally:
         con.close()
+    if not best and not found:
+        return out
+    top = max([max_bm25] + [PASSAGE_WEIGHT * b for b, _ in found])
+    scale = max_bm25 / top if top > 0 else 1.0  # the records' relevance in the common scale
     hits = []
     words = re.findall(r"\w+", query)
     for (tier, _, rid), s, p in best:
         rec = rows[rid]
-        rec.update(bm25=scores[rid], parts=p, tier=tier, **s)
+        rel = s["relevance"] * scale
+        rec.update(bm25=scores[rid], parts=p, tier=tier, **dict(s, relevance=rel, score=s["score"] - s["relevance"] + rel))
         hits.append(rec)
-    for rec in hits:
+    ranked = [((rec["tier"], -rec["score"], rec["id"]), rec) for rec in hits]
+    rec_terms = None
+    for b, row in found:
+        h = passage_hit(home, row, b, PASSAGE_WEIGHT * b / top if top > 0 else 0.0, now, words)
+        tier = 0 if row["project"] == project["id"] else 4  # the project's group, else "other" (recall tiers)
+        key = (tier, -h["score"], h["id"])
+        if hits:  # a passage that says what a record says ranks right after that record
+            from cortex.store.terms import tokenize
+            if rec_terms is None:
+                rec_terms = [(rec, set(tokenize(rec["text"]))) for rec in hits]
+            have = set(tokenize(h["text"]))
+            for rec, rt in rec_terms:
+                if rt and len(rt & have) >= SAME_THING * len(rt):
+                    key = max(key, (rec["tier"], -rec["score"] + 1e-9, h["id"]))
+        h["where"] = ("project", "domain", "other")[key[0] // 2]
+        ranked.append((key, h))
+    ranked.sort(key=lambda x: x[0])
+    for _, rec in ranked[:k]:
+        if rec.get("kind") == "episode":
+            out["hits"].append(rec)
+            continue
         last = max(rec["times"]) if rec["times"] else 0.0
         p = rec["parts"]
         out["hits"].append({
-            "id": rec["id"], "type": rec["type"], "status": rec["status"], "scope": rec["scope"],
+            "kind": "record", "id": rec["id"], "type": rec["type"], "status": rec["status"], "scope": rec["scope"],
             "scope_id": rec["scope_id"], "where": ("project", "domain", "other")[rec["tier"] // 2],
+            "session": rec["sessions"][-1] if rec["sessions"] else None, "sessions": rec["sessions"],
+            "at": rec["updated"] or rec["created"], "client": None,
             "age": render.age(last, now) if last else None,
             "last_touched": manage.now_iso(last) if last else None,
             "confidence": rec["confidence"], "effective_confidence": round(p["confidence"], 4),
@@ -325,10 +416,12 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     if record_use:
         at = manage.now_iso(now)
         try:
-            manage.mark_used(home, [h["id"] for h in out["hits"]], at=at, restore=True, cfg=cfg)
+            used = [h["id"] for h in out["hits"] if h["kind"] == "record"]
+            if used:
+                manage.mark_used(home, used, at=at, restore=True, cfg=cfg)
             out["used_at"] = at
             for h in out["hits"]:
-                if h["status"] == "archived":
+                if h["kind"] == "record" and h["status"] == "archived":
                     h["status"], h["restored"] = "active", True
         except CortexError as e:
             out["note"] = "uses not recorded: %s" % e

@@ -30,6 +30,9 @@ def status(home) -> dict:
             info["last_run"] = json.load(f)
     except (OSError, ValueError):
         pass
+    from cortex.store import episodes
+    paths = list(episodes.iter_paths(home.episodes))
+    info["episodes"] = {"files": len(paths), "bytes": sum(os.path.getsize(p) for p in paths), "passages": 0}
     if os.path.exists(home.index_db):
         from cortex.store.index import connect, read_meta
         con = connect(home.index_db, readonly=True)
@@ -39,6 +42,10 @@ def status(home) -> dict:
                 info["records"].setdefault("%s/%s" % (scope, scope_id), {}).setdefault(status_, {})[rtype] = n
             info["index"] = read_meta(con)
             info["conflicts"] = _conflicts(con, home)
+            try:
+                info["episodes"]["passages"] = con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
+            except Exception:  # an index from before episodes
+                pass
         finally:
             con.close()
     return info
@@ -71,6 +78,9 @@ def format_status(info: dict) -> str:
                                    if lr else "never"))
     if info["index"]:
         lines.append("index     %s records, built %s" % (info["index"].get("N"), info["index"].get("built_at")))
+    ep = info.get("episodes") or {}
+    lines.append("episodes  %d session(s), %d KB, %d passage(s) indexed" % (
+        ep.get("files", 0), ep.get("bytes", 0) // 1024, ep.get("passages", 0)))
     lines.append("tokens    %s" % info.get("token_counting"))
     for scope, by_status in sorted(info["records"].items()):
         active = by_status.get("active", {})

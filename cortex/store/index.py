@@ -9,6 +9,10 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   candidates   per scope, the records pre-ranked by the normalizer for session start
   candidates_ranked  per scope, when its candidates were last ranked over the whole scope (and over how many)
   meta         corpus statistics (document count, total length, idf sum) and build info
+  passages     one row per episode passage (episodes/<project>/<session>.md: a turn with its neighbours):
+               its session, project, client, time, turn range and file
+  passages_fts SQLite FTS5 over the passages' terms (Cortex's tokenizer, one FTS5 token per term), scored
+               by FTS5's bm25(); chosen over the postings tables for scale (docs/benchmarks.md)
 
 BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
 replaced by epsilon 0.25 times the average idf); tests check the scores against rank_bm25.
@@ -50,6 +54,28 @@ CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 """
 
 
+PASSAGES_DDL = """
+CREATE TABLE IF NOT EXISTS passages(rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, session TEXT NOT NULL,
+  anchor INTEGER NOT NULL, project TEXT, client TEXT, at TEXT, first_turn INTEGER, last_turn INTEGER, path TEXT);
+CREATE INDEX IF NOT EXISTS passages_session ON passages(session, anchor);
+CREATE INDEX IF NOT EXISTS passages_project ON passages(project);
+"""
+FTS_DDL = "CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(body, tokenize='ascii')"
+
+
+def fts_term(term: str) -> str:
+    """One Cortex term as one FTS5 token: plain ASCII letters and digits as they are, anything else
+    (paths, dotted names, versions, other scripts) as its UTF-8 hex behind a marker, so FTS5's ascii
+    tokenizer never splits or folds it."""
+    if term.isascii() and term.isalnum():
+        return term
+    return "zx" + term.encode("utf-8", "surrogatepass").hex()
+
+
+def has_fts(con) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone() is not None
+
+
 def iso_to_epoch(ts: str) -> float:
     from datetime import datetime
     if not ts:
@@ -84,6 +110,11 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         # it was compiled with SQLITE_SECURE_DELETE
         con.execute("PRAGMA secure_delete=ON")
         con.executescript(DDL)
+        con.executescript(PASSAGES_DDL)
+        try:
+            con.execute(FTS_DDL)
+        except sqlite3.OperationalError:  # a SQLite built without FTS5: records only (doctor says so)
+            pass
         cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
         if "file_state" not in cols:  # an index from before reality checks: add the column in place
             con.execute("ALTER TABLE records ADD COLUMN file_state TEXT")
@@ -247,6 +278,76 @@ class Index:
 
     def commit(self):
         self.con.commit()
+
+
+def put_passages(con, session: str, rows: list, since: int = 1):
+    """Replace the passages of this session that hold a turn >= since by `rows`
+    [(anchor, project, client, at, first, last, path, terms)].  No commit."""
+    fts = has_fts(con)
+    old = [r[0] for r in con.execute("SELECT rid FROM passages WHERE session=? AND last_turn>=?", (session, since))]
+    _drop_passages(con, old, fts)
+    for anchor, project, client, at, first, last, path, terms in rows:
+        pid = "%s:%d" % (session, anchor)
+        gone = [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))]
+        _drop_passages(con, gone, fts)
+        cur = con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
+                          "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
+        if fts:
+            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)",
+                        (cur.lastrowid, " ".join(fts_term(t) for t in terms)))
+
+
+def _drop_passages(con, rids: list, fts: bool):
+    for i in range(0, len(rids), 500):
+        chunk = rids[i:i + 500]
+        marks = ",".join("?" * len(chunk))
+        if fts:
+            con.execute("DELETE FROM passages_fts WHERE rowid IN (%s)" % marks, chunk)
+        con.execute("DELETE FROM passages WHERE rid IN (%s)" % marks, chunk)
+
+
+def delete_passages(con, session: str = None, project: str = None) -> int:
+    """Remove the passages of a session (or of every session of a project).  No commit."""
+    where, arg = ("session=?", session) if session is not None else ("project=?", project)
+    rids = [r[0] for r in con.execute("SELECT rid FROM passages WHERE %s" % where, (arg,))]
+    _drop_passages(con, rids, has_fts(con))
+    return len(rids)
+
+
+def scrub_passages(con):
+    """After a hard delete: merge the FTS5 index into one segment, so the terms of deleted passages are in
+    no segment any more (FTS5 deletes only add delete markers; this SQLite has no secure-delete option for
+    FTS5).  Rewrites the whole FTS5 index: seconds for a million passages; forget --hard and reset only."""
+    if has_fts(con):
+        con.execute("INSERT INTO passages_fts(passages_fts) VALUES('optimize')")
+
+
+PASSAGE_COLUMNS = ("id", "session", "anchor", "project", "client", "at", "first_turn", "last_turn", "path")
+
+
+def passage_scores(con, terms: list, projects=None, limit: int = 50) -> list:
+    """[(bm25, passage row dict)] of the best `limit` passages holding a query term, best first, by
+    FTS5's bm25() (k1 1.2, b 0.75; sign turned so higher is better); only these projects when given."""
+    if not terms or not has_fts(con):
+        return []
+    expr = " OR ".join('"%s"' % fts_term(t) for t in dict.fromkeys(terms))
+    cols = ", ".join("p." + c for c in PASSAGE_COLUMNS)
+    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts JOIN passages p ON p.rid=passages_fts.rowid "
+           "WHERE passages_fts MATCH ?" % cols)
+    args = [expr]
+    if projects is not None:
+        projects = sorted(projects)
+        if not projects:
+            return []
+        sql += " AND p.project IN (%s)" % ",".join("?" * len(projects))
+        args += projects
+    sql += " ORDER BY s DESC LIMIT ?"
+    args.append(int(limit))
+    try:
+        rows = con.execute(sql, args).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows]
 
 
 def corpus_idf_sum(con, n: int):

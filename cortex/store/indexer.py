@@ -63,6 +63,69 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
         idx.close()
 
 
+# -- episode passages ------------------------------------------------------------------------------
+
+def passage_rows(front: dict, turns: list, path: str, since: int = 1) -> list:
+    """The index rows of an episode's passages that hold a turn >= since."""
+    from cortex.store import episodes
+    from cortex.store.terms import tokenize
+    rel = "episodes/%s/%s" % (os.path.basename(os.path.dirname(path)), os.path.basename(path))  # relative to the home
+    return [(p["anchor"], front.get("project"), front.get("client"), p["at"], p["first"], p["last"], rel,
+             tokenize(p["text"])) for p in episodes.passages(turns, since)]
+
+
+def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
+    """Index the passages of an episode that changed (those holding a turn >= since)."""
+    from cortex.store.index import put_passages
+    rows = passage_rows(front, turns, path, since)
+    idx = Index(home.index_db)
+    try:
+        put_passages(idx.con, front["session"], rows, since)
+        idx.commit()
+    finally:
+        idx.close()
+
+
+def reindex_passages(home, log=None) -> dict:
+    """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported."""
+    from cortex.store import episodes
+    from cortex.store.index import has_fts, put_passages
+    idx = Index(home.index_db)
+    n, bad = 0, []
+    try:
+        con = idx.con
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("DELETE FROM passages")
+        if has_fts(con):
+            con.execute("DELETE FROM passages_fts")
+        for path in episodes.iter_paths(home.episodes):
+            try:
+                front, turns = episodes.read(path)
+                if not front.get("session"):
+                    raise ValueError("no session in its front matter")
+            except (OSError, ValueError, UnicodeDecodeError) as e:
+                bad.append((path, str(e)))
+                if log:
+                    log.warning("episode_unreadable", path=path, error=str(e))
+                continue
+            if front.get("archived"):
+                continue  # forget --session: kept on disk, out of search
+            rows = passage_rows(front, turns, path)
+            put_passages(con, front["session"], rows)
+            n += len(rows)
+        con.execute("COMMIT")
+        idx.truncate_wal()
+    except BaseException:
+        try:
+            idx.con.rollback()
+        except Exception:
+            pass
+        raise
+    finally:
+        idx.close()
+    return {"passages": n, "unreadable": bad}
+
+
 # -- full rebuild ----------------------------------------------------------------------------------
 #
 # A rebuild reads every record file, which is most of its cost, so that part runs in worker processes
@@ -319,4 +382,5 @@ def _reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         if idx is not None:
             idx.close()
         shutil.rmtree(stage_dir, ignore_errors=True)
-    return {"records": len(paths) - len(bad), "unreadable": bad}
+    ep = reindex_passages(home, log)  # episodes/: their passages, from the files alone
+    return {"records": len(paths) - len(bad), "unreadable": bad + ep["unreadable"], "passages": ep["passages"]}

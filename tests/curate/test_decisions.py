@@ -334,10 +334,15 @@ def test_recall_ranks_the_current_rule_first_and_labels_the_superseded_one(env, 
     Chat(root, project, "s2", T0 + 86400).turns(
         ("assistant", "[MEMORY: decision] Switched the public API from REST to GraphQL for nested reads."),
     ).stop(home)
-    hits = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False)["hits"]
+    hits = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False, kind="record")["hits"]
     assert [h["status"] for h in hits] == ["active", "superseded"]
+    # with the episode passages: each passage right after the record that says what it says
+    both = recall(home, "public API REST", cwd=project, include_archived=True, record_use=False)["hits"]
+    assert [h["id"] for h in both if h["kind"] == "record"] == [h["id"] for h in hits]
+    assert both[0]["id"] == hits[0]["id"]
     assert "GraphQL" in hits[0]["text"] and hits[1]["superseded_by"] == [hits[0]["id"]]
-    assert [h["status"] for h in recall(home, "public API REST", cwd=project, record_use=False)["hits"]] == ["active"]
+    assert [h["status"] for h in recall(home, "public API REST", cwd=project, record_use=False,
+                                        kind="record")["hits"]] == ["active"]
     capsys.readouterr()
     rc = cli_main.main(["recall", "--all", "--no-use", "--cwd", project, "public", "API", "REST"])
     out = capsys.readouterr().out

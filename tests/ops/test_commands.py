@@ -154,8 +154,8 @@ def test_recall_word_from_a_plan_returns_that_plan_first(env, capsys):
     # people's output: aligned columns, the plan on the first line after the header
     rc, out, _ = cli(capsys, "recall", "compaction", "threshold", "--cwd", cwd, "--no-use")
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"]
-    assert lines[1].startswith(plan["id"]) and " plan " in lines[1] and "0.90" in lines[1]
+    assert lines[0].split() == ["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"]
+    assert lines[1].startswith(plan["id"]) and " record " in lines[1] and " plan " in lines[1] and "0.90" in lines[1]
     assert lines[0].index("TEXT") == lines[1].index("[x]")  # columns line up
     assert "\033[" not in out
 
@@ -196,7 +196,8 @@ def test_recall_json_shape_filters_and_k(env, capsys):
     hit = res["hits"][0]
     assert set(hit) == {"id", "type", "status", "scope", "scope_id", "where", "age", "last_touched", "confidence",
                         "effective_confidence", "pinned", "priority", "score", "bm25", "relevance", "activation",
-                        "recency", "snippet", "text", "path", "restored"}
+                        "recency", "snippet", "text", "path", "restored", "kind", "session", "sessions", "at", "client"}
+    assert hit["kind"] == "record"
     assert set(res) == {"query", "terms", "project", "domain", "scope", "hits", "used_at", "note"}
     assert max(h["relevance"] for h in res["hits"]) == 1.0 and all(0 < h["relevance"] <= 1 for h in res["hits"])
     scores = [h["score"] for h in res["hits"]]

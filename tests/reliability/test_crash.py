@@ -6,7 +6,10 @@ over the same event files:
 
   * record files: identical bytes; every record file parses at the moment of the kill (no half-written file);
   * every event in done/ or failed/, none lost, none twice: done/ names == the good events' names;
-  * the index tables records/postings/terms/sessions (not meta times or candidates): identical rows.
+  * the index tables records/postings/terms/sessions (not meta times or candidates): identical rows;
+  * episode files (episodes/<project>/<session>.md): identical bytes, and the episode passages in the index
+    (their rows and FTS5 text) identical.  Runs in small windows are compared with a clean run in the same
+    windows (an episode records where its last window started).
 
 How many kills: CORTEX_CRASH_RUNS (default 20; the documented full run is 200):
 
@@ -58,9 +61,37 @@ def _template(base: Path):
     return tpl, sorted(good), sorted(bad)
 
 
+def episode_files(home) -> dict:
+    out = {}
+    root = Path(home.episodes)
+    if root.exists():
+        for p in sorted(root.rglob("*.md")):
+            if p.is_file() and not p.name.startswith("."):
+                out[str(p.relative_to(root))] = p.read_bytes()
+    return out
+
+
+def passage_rows(home) -> list:
+    if not os.path.exists(home.index_db):
+        return []
+    import sqlite3
+    con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True)
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone():
+            return []
+        return sorted((r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8].replace(home.root, "<HOME>"), r[9])
+                      for r in con.execute("SELECT p.id, p.session, p.anchor, p.project, p.client, p.at, p.first_turn, "
+                                           "p.last_turn, p.path, f.body FROM passages p JOIN passages_fts f "
+                                           "ON f.rowid=p.rid"))
+    finally:
+        con.close()
+
+
 def _outcome(home):
     ev = all_event_names(home)
     return {
+        "episodes": episode_files(home),
+        "passages": passage_rows(home),
         "records": record_files(home),
         "cursors": json.loads(Path(home.cursors).read_text()) if os.path.exists(home.cursors) else None,
         "events": ev,
@@ -100,6 +131,16 @@ def campaign(tmp_path_factory):
     assert again["records"] == reference["records"] and again["index"] == reference["index"], \
         "two clean runs over the same events disagree: nothing to compare crashes with"
     clean_s = min(first_s, second_s)
+    assert reference["episodes"] and reference["passages"], "the clean run wrote no episode"
+    assert again["episodes"] == reference["episodes"] and again["passages"] == reference["passages"]
+    # the clean run in small windows, which the kills in small windows are compared with for episodes
+    ref_small = make_home(base / "ref_small")
+    os.makedirs(ref_small.root, exist_ok=True)
+    Path(ref_small.config_yaml).write_text("normalize:\n  window_bytes: %d\n" % SMALL_WINDOW)
+    copy_events(tpl, ref_small)
+    rc, _o, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(ref_small))
+    assert rc == 0, err.decode(errors="replace")
+    reference_small = _outcome(ref_small)
 
     rng = random.Random(SEED)
     plan = [("random", rng.uniform(0.0, clean_s)) for _ in range(CRASH_RUNS)]
@@ -142,6 +183,7 @@ def campaign(tmp_path_factory):
         strays = stray_temp_files(h)
         stats = norm.run(h)  # rerun to completion
         got = _outcome(h)
+        want = reference_small if i in windowed else reference
         runs.append({
             "i": i, "mode": mode, "delay": round(delay, 3), "window": SMALL_WINDOW if i in windowed else None,
             "killed": rc == -signal.SIGKILL, "rc": rc,
@@ -153,6 +195,9 @@ def campaign(tmp_path_factory):
             "records_diff": sorted(set(got["records"]) ^ set(reference["records"]) |
                                    {k for k in got["records"] if got["records"].get(k) != reference["records"].get(k)}),
             "cursors_equal": got["cursors"] == reference["cursors"],
+            "episodes_diff": sorted(k for k in set(got["episodes"]) | set(want["episodes"])
+                                    if got["episodes"].get(k) != want["episodes"].get(k)),
+            "passages_equal": got["passages"] == want["passages"],
             "events": got["events"],
             "index_equal": {t: got["index"][t] == reference["index"][t] for t in INDEX_TABLES},
             "home": h,
@@ -208,6 +253,17 @@ def test_crash_rerun_gives_the_clean_run_s_record_files_byte_for_byte(campaign):
            identical=len(campaign["runs"]) - len(diffs), cursors_identical=len(campaign["runs"]) - len(cursors))
     assert not diffs
     assert not cursors
+
+
+def test_crash_rerun_gives_the_clean_run_s_episodes_byte_for_byte(campaign):
+    diffs = [(r["i"], r["delay"], r["phase"], r["window"], r["episodes_diff"][:3]) for r in campaign["runs"]
+             if r["episodes_diff"]]
+    passages = [r["i"] for r in campaign["runs"] if not r["passages_equal"]]
+    report("crash: episode files and passages after kill + rerun", runs=len(campaign["runs"]),
+           episodes_identical=len(campaign["runs"]) - len(diffs),
+           passages_identical=len(campaign["runs"]) - len(passages))
+    assert not diffs
+    assert not passages
 
 
 def _index_mismatches(campaign):

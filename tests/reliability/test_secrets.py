@@ -1,5 +1,6 @@
 """Secrets: fake credentials put into every position of real transcripts never reach a record, the index, the
-log, the session-start block or `cortex export`; <private> spans are never stored; and the redaction's false
+log, the session-start block, the episodes (episodes/<project>/<session>.md, what was said) or
+`cortex export --episodes`; <private> spans are never stored; and the redaction's false
 positives on the real fixtures are counted.
 
 Pipeline per position: copy real fixtures of the three clients, inject the corpus (tests/reliability/
@@ -27,7 +28,7 @@ from .secrets_corpus import corpus, survivors
 
 SECRET_FIXTURES = ("cc-1.0.98", "cc-2.0.64", "cc-1.0.108", "codex-0.125", "codex-0.77", "gemini")
 SECRETS = corpus(seed=7)
-OUTPUTS = ("records", "index", "logs", "block", "export")
+OUTPUTS = ("records", "index", "logs", "block", "export", "episodes")
 
 
 class Injector:
@@ -74,17 +75,26 @@ def _transcripts(folder: Path, client: str):
 
 
 def _export(home) -> str:
-    rc, out, err, _rss, _s = run_measured(script("cortex", "export"), env_for(home))
+    rc, out, err, _rss, _s = run_measured(script("cortex", "export", "--episodes"), env_for(home))
     if rc == 2 and b"invalid choice" in err:
         return None  # no export command in this build
     assert rc == 0, err[-1000:]
     return out.decode("utf-8", "replace")
 
 
+def _episode_text(home) -> str:
+    out = []
+    for dirpath, _dirs, files in os.walk(home.episodes):
+        for n in files:
+            out.append(Path(dirpath, n).read_bytes().decode("utf-8", "replace"))
+    return "\n".join(out)
+
+
 def _haystacks(home, cwds) -> dict:
     from cortex.brief import session_start
     hay = {
         "records": "\n".join(b.decode("utf-8", "replace") for b in record_files(home).values()),
+        "episodes": _episode_text(home),
         "index": db_text(home.index_db) + "\n" + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
         "logs": read_log(home),
         "block": "\n".join(session_start.build(home, c)[0] for c in sorted(cwds)),
@@ -93,7 +103,7 @@ def _haystacks(home, cwds) -> dict:
     other = []
     for dirpath, _dirs, files in os.walk(home.root):
         rel = os.path.relpath(dirpath, home.root)
-        if rel.split(os.sep)[0] in ("inbox", "records", "index", "logs"):
+        if rel.split(os.sep)[0] in ("inbox", "records", "index", "logs", "episodes"):
             continue  # inbox/ holds the raw captured input by design; the others are checked above
         for n in files:
             other.append(Path(dirpath, n).read_bytes().decode("utf-8", "replace"))
@@ -128,7 +138,8 @@ def _run_position(base: Path, position: str):
     found = {k: survivors(v, secrets) for k, v in hay.items() if v is not None}
     placeholders = hay["records"].count("[REDACTED:")
     return {"home": home, "injected_sites": len(inj.used), "secrets": secrets, "found": found,
-            "placeholders": placeholders, "records": len(record_files(home)), "export": hay["export"] is not None}
+            "placeholders": placeholders, "records": len(record_files(home)), "export": hay["export"] is not None,
+            "episodes": hay["episodes"].count("\n## Turn ")}
 
 
 _cache = {}
@@ -155,6 +166,7 @@ def test_no_injected_secret_reaches_records_index_logs_block_or_export(tmp_path_
            survived_in={k: len(v) for k, v in res["found"].items() if k in OUTPUTS},
            export_checked=res["export"])
     assert res["injected_sites"] > 0
+    assert res["episodes"] > 0
     assert not leaks, leaks
 
 
@@ -267,12 +279,13 @@ def test_private_spans_never_reach_records_index_block_or_export(tmp_path):
     cwd = transcript_meta(path, "claude-code").cwd
     hay = {"records": "\n".join(b.decode() for b in record_files(home).values()),
            "index": db_text(home.index_db) + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
-           "block": session_start.build(home, cwd)[0], "export": _export(home) or ""}
+           "block": session_start.build(home, cwd)[0], "export": _export(home) or "", "episodes": _episode_text(home)}
     assert "staging host is db.internal" in hay["records"]  # the rest of the note is kept
+    assert "staging host is db.internal" in hay["episodes"] and "remember where staging lives" in hay["episodes"]
     found = {k: [p for p in PRIVATE if p in v] for k, v in hay.items()}
     report("secrets: <private> spans", spans=len(PRIVATE), found_in={k: len(v) for k, v in found.items()})
     assert not any(found.values()), found
-    assert "<private>" not in hay["records"] and "<private>" not in hay["block"]
+    assert "<private>" not in hay["records"] and "<private>" not in hay["block"] and "<private>" not in hay["episodes"]
 
 
 def test_private_spans_never_reach_the_log(tmp_path):
