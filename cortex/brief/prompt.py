@@ -2,10 +2,11 @@
 
 Prints the few records most relevant to the prompt that the session-start block
 does not already carry -- only when they clear a score threshold, within a small
-token budget.  When no record clears it, the best passage of an earlier session of
-the project (episodes: what was said, see docs/records.md) may stand in, if it clears
-its own threshold (`prompt.min_passage_score`, FTS5 bm25) and shares at least
-`min_terms` terms with the prompt.  Each line carries its date and session.  Same
+token budget.  The best passage of an earlier session of the project (episodes: what was
+said, see docs/records.md) joins them if it clears its own threshold
+(`prompt.min_passage_score`, FTS5 bm25) and shares at least `min_terms` terms with the
+prompt: first when no decision record answers, after the records when one does and the
+passage is from another session and fits the budget.  Each line carries its date and session.  Same
 rules as session start: light imports, no output when there is nothing worth
 saying, exit 0 whatever happens.
 """
@@ -59,14 +60,19 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
                 break
             tokens += cost
             out.append((rec, s))
-        if any(rec["type"] in DECISIONS for rec, _ in out):
-            return out
-        # no decision record answers: the best earlier passage, first, and the records that still fit
         got = passage_fallback(home, con, terms, project["id"], session_id, pcfg)
     finally:
         con.close()
     if not got:
         return out
+    if any(rec["type"] in DECISIONS for rec, _ in out):
+        # a decision record answers, and leads; the best passage follows when it is from another session and
+        # fits the budget: the record may be the wrong rule, the conversation says what was settled and why
+        seen = {str(sess) for rec, _ in out for sess in rec.get("sessions") or ()}
+        if str(got[0][0]["session"]) not in seen and tokens + got[0][0]["tokens"] <= pcfg["max_tokens"]:
+            return out + got
+        return out
+    # no decision record answers: the best earlier passage, first, and the records that still fit
     tokens = got[0][0]["tokens"]
     keep = []
     for rec, s in out:
