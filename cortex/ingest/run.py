@@ -99,6 +99,15 @@ def replaced(path: str, cur: dict, size: int) -> bool:
     return bool(fp) and offset > 0 and fingerprint(path, offset) != fp
 
 
+def opens_object(path) -> bool:
+    """The file starts like a JSON object (a Gemini chat file cut before its header was whole)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    except OSError:
+        return False
+
+
 def safe_transcript_path(path):
     return (isinstance(path, str) and path and "\x00" not in path and os.path.isabs(path)
             and path.lower().endswith(TRANSCRIPT_SUFFIXES))
@@ -248,8 +257,14 @@ class Run:
             for name, _ in evs:
                 self._fail(name, reason)
             return
+        if os.path.getsize(src) == 0:  # a session not written yet: nothing to read, and nothing wrong
+            self.wait_or_done(evs, src, "transcript is empty")
+            return
         hint = last["client"] if last["client"] != "unknown" else None
         adapter = adapters.detect(src, hint)
+        if adapter is None and hint == "gemini" and self.recent(src) and opens_object(src):
+            self.wait_or_done(evs, src, "chat file caught before its header was written")  # kept: recent
+            return
         if adapter is None:
             for name, _ in evs:
                 self._fail(name, "transcript %s is not in a format Cortex reads (Claude Code, Codex, Gemini)" % src)
@@ -263,6 +278,8 @@ class Run:
             self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
             offset, cur = 0, {}  # the file was replaced or truncated: read it again
         limits = self.read_limits()
+        if adapter.client == "gemini":  # a count of messages, checked against who they were
+            limits["fp"] = cur.get("mfp")
         parts = adapter.windows(src, offset, **limits)
         try:
             res = next(parts)
@@ -275,15 +292,21 @@ class Run:
         # One window at a time: its records, their index rows, then the cursor, so memory stays
         # bounded and a run killed between windows resumes where the last one ended.
         while res is not None:
+            if res.restarted:
+                self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
+                cur = {}
             ctx = self.context(adapter, payload, last, src, res, cur)
             cands, state = extract(res.entries, ctx, cur.get("state"))
             self.store_candidates(cands, ctx)
             from cortex.model.redact import clean
+            mfp = res.fingerprint or (None if res.restarted else cur.get("mfp"))
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
                    "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
             if adapter.client != "gemini":
                 cur["fp"] = fingerprint(src, res.cursor)
+            elif mfp:
+                cur["mfp"] = mfp
             self.index_changes()
             self.save_cursors({key: cur})
             totals["entries"] += len(res.entries)
@@ -291,6 +314,7 @@ class Run:
             totals["bad_lines"] += res.bad_lines
             totals["windows"] += 1
             truncated, warnings = res.truncated, res.warnings
+            unread = truncated and adapter.client == "gemini"  # caught half-written: the rest comes later
             if warnings:  # an exception's message may quote the transcript: redacted like a record
                 self.log.info("transcript_notes", transcript=ctx.transcript,
                               notes=[clean(w)[0][:300] for w in warnings[:5]])
@@ -318,12 +342,36 @@ class Run:
                 self.index_changes()
                 self.save_cursors({ckey: ccur})
                 totals["candidates"] += len(ccands)
+        if unread:
+            self.wait_or_done(evs, src, "chat file does not parse (being written?)")
+            return
         for name, _ in evs:
             inbox.done(self.home, name)
             self.stats["done"] += 1
         self.stats["sessions"] += 1
         self.log.info("session_done", session=ctx.session, client=adapter.client, project=ctx.project,
                       truncated=truncated, events=len(evs), **totals)
+
+    def wait_or_done(self, evs, src, why: str, settle: float = 600.0):
+        """A transcript with nothing readable yet (empty, or caught half-written): its events stay in
+        claimed/ for the next run while the file changed in the last `settle` seconds; after that they
+        are done (never failed: the file is not wrong, and its next stop brings a new event)."""
+        recent = self.recent(src, settle)
+        self.log.info("transcript_not_ready", transcript=os.path.basename(src), reason=why,
+                      kept=len(evs) if recent else 0)
+        if recent:
+            self.stats["kept"] = self.stats.get("kept", 0) + len(evs)
+            return
+        for name, _ in evs:
+            inbox.done(self.home, name)
+            self.stats["done"] += 1
+
+    @staticmethod
+    def recent(src, settle: float = 600.0) -> bool:
+        try:
+            return time.time() - os.stat(src).st_mtime < settle
+        except OSError:
+            return False
 
     def read_limits(self) -> dict:
         conf = self.cfg["normalize"]
