@@ -53,7 +53,47 @@ def nothing_to_do(home: Home) -> bool:
                 return False
         except FileNotFoundError:
             pass
-    return True
+    return not index_lost(home, quick=True)
+
+
+def _has_record_files(home: Home) -> bool:
+    for scope in ("L0", "L1"):
+        try:
+            for scope_id in os.listdir(os.path.join(home.records, scope)):
+                d = os.path.join(home.records, scope, scope_id)
+                if os.path.isdir(d) and any(n.endswith(".md") and not n.startswith(".") for n in os.listdir(d)):
+                    return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
+def index_lost(home: Home, quick: bool = False) -> bool:
+    """Records on disk and an index that knows none of them: no index file, a file without tables (a full
+    disk while it was created), or no rows (issue #18, defect 9).  `quick` (the idle check) looks into
+    the database only when its file is too small to hold the schema."""
+    db = home.index_db
+    try:
+        size = os.path.getsize(db)
+    except FileNotFoundError:
+        return _has_record_files(home)
+    except OSError:
+        return False
+    if quick and size >= 65536:
+        return False
+    import sqlite3
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db.replace("?", "%3f"), uri=True, timeout=2.0)
+        try:
+            if not con.execute("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='records'").fetchone()[0]:
+                return _has_record_files(home)
+            if con.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+                return False
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return _has_record_files(home)
 
 
 def out_of_space(e: BaseException) -> bool:
@@ -179,6 +219,10 @@ class Run:
         from cortex.store import journal
         journal.replay(self.home, self.cfg, log=self.log)  # what a killed command (forget, import...) left half done
         self.sweep_leftovers()
+        if index_lost(self.home):  # a full disk cut its creation: rebuilt from the record files
+            from cortex.store.indexer import reindex
+            self.log.warning("index_rebuilt", reason="the index had no tables or rows while records exist")
+            reindex(self.home, self.cfg, log=self.log)
         names = inbox.claim_all(self.home)
         self.stats["events"] = len(names)
         groups = {}
