@@ -18,6 +18,7 @@ PACKAGES = {"cortex", "cortex.core", "cortex.model", "cortex.clients", "cortex.c
 
 CAPTURE = {"cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home", "cortex.clients.sniff"}
 SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.brief.neutral", "cortex.core.config", "cortex.core.home",
+                 "cortex.core.guard",
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
                  "cortex.store.index"}
 PROMPT = SESSION_START | {"cortex.brief.prompt", "cortex.store.terms"}

@@ -118,6 +118,8 @@ def main(argv=None) -> int:
         sys.stdout.write(USAGE)
         return 0
     home = Home()
+    from cortex.core.guard import exit_on_bus_error
+    exit_on_bus_error(home.root)  # a full disk's bus error ends the hook with 0, silently
     try:
         payload = {}
         if not opts["cwd"] and sys.stdin is not None and not sys.stdin.isatty():

@@ -71,11 +71,13 @@ def iso_to_epoch(ts: str) -> float:
 def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.Connection:
     if readonly:
         con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=2.0)
+        con.execute("PRAGMA mmap_size=0")  # no memory-mapped reads: a full disk must not raise SIGBUS (defect 10)
     else:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         if not os.path.exists(path) or not has_tables(path):
             create(path)
         con = sqlite3.connect(path, timeout=10.0)
+        con.execute("PRAGMA mmap_size=0")
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
         # the bytes of a deleted row (a record's text after `forget --hard`, the old version of a re-indexed
