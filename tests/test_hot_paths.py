@@ -19,6 +19,7 @@ PACKAGES = {"cortex", "cortex.core", "cortex.model", "cortex.clients", "cortex.c
 CAPTURE = {"cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home", "cortex.clients.sniff", "cortex.clients.spec",
            "cortex.inbox.maildir"}
 SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.brief.neutral", "cortex.clients.spec", "cortex.core.config", "cortex.core.home",
+                 "cortex.core.guard",
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
                  "cortex.store.index"}
 # (the prompt below finds nothing worth saying, so the output envelope, clients.spec, is not loaded)

@@ -202,6 +202,8 @@ def main(argv=None) -> int:
                          "the hook JSON on stdin and prints the few earlier notes relevant to the prompt.\n")
         return 0
     home = Home()
+    from cortex.core.guard import exit_on_bus_error
+    exit_on_bus_error(home.root)  # a full disk's bus error ends the hook with 0, silently
     try:
         raw = sys.stdin.buffer.read(1 << 20) if sys.stdin is not None and not sys.stdin.isatty() else b""
         payload = json.loads(raw.decode("utf-8")) if raw.strip() else {}

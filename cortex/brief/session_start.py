@@ -41,6 +41,9 @@ def gather(home: Home, cwd: str, cfg: dict, session_id: str = None, source: str 
         return project, domain, []
     con = connect(home.index_db, readonly=True)
     try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='candidates'").fetchone():
+            # a file a full disk cut before its schema (issue #18, defect 9): logged, no block
+            raise RuntimeError("the index has no tables (a full disk?); the next cortex-normalize rebuilds it")
         cols = ", ".join("r." + c for c in COLUMNS)
         recs = _rows(con, "SELECT %s FROM candidates c JOIN records r ON r.id=c.id "
                           "WHERE c.scope_id IN (?, ?) AND r.scope_id IN (?, ?)" % cols,
@@ -115,6 +118,8 @@ def main(argv=None) -> int:
         sys.stdout.write(USAGE)
         return 0
     home = Home()
+    from cortex.core.guard import exit_on_bus_error
+    exit_on_bus_error(home.root)  # a full disk's bus error ends the hook with 0, silently
     try:
         payload = {}
         if not opts["cwd"] and sys.stdin is not None and not sys.stdin.isatty():

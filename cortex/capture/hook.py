@@ -96,9 +96,18 @@ def snapshot_transcript(home: Home, path, session_id):
         info["blob"], info["blob_kind"] = blob_name, "link"
     except OSError:
         if st.st_size <= COPY_FALLBACK_MAX:
-            copy_name = "%s.%d.copy%s" % (sid, time.time_ns(), os.path.splitext(safe)[1].lower())
+            # one copy per transcript (named by its identity), replaced as it grows: 40 stops of a session
+            # on another filesystem than the home left 40 copies before (issue #18, defect 21)
+            copy_name = "%s.%d.%d.copy%s" % (sid, st.st_dev, st.st_ino, os.path.splitext(safe)[1].lower())
+            copy_path = os.path.join(home.blobs, copy_name)
             try:
-                _atomic_copy(safe, os.path.join(home.blobs, copy_name), home)
+                try:
+                    cst = os.lstat(copy_path)
+                    current = cst.st_size == st.st_size and cst.st_mtime >= st.st_mtime
+                except OSError:
+                    current = False
+                if not current:  # the copy is older than the transcript's last change
+                    _atomic_copy(safe, copy_path, home)
                 info["blob"], info["blob_kind"] = copy_name, "copy"
             except OSError:
                 pass
@@ -106,16 +115,23 @@ def snapshot_transcript(home: Home, path, session_id):
 
 
 def _atomic_copy(src, dst, home):
-    tmp = os.path.join(home.inbox_dir("tmp"), os.path.basename(dst) + ".part")
-    with open(src, "rb") as fin, open(tmp, "wb") as fout:
-        while True:
-            chunk = fin.read(1 << 20)
-            if not chunk:
-                break
-            fout.write(chunk)
-        fout.flush()
-        os.fsync(fout.fileno())
-    os.rename(tmp, dst)
+    tmp = os.path.join(home.inbox_dir("tmp"), "%s.%d.%d.part" % (os.path.basename(dst), os.getpid(), time.time_ns()))
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            while True:
+                chunk = fin.read(1 << 20)
+                if not chunk:
+                    break
+                fout.write(chunk)
+            fout.flush()
+            os.fsync(fout.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def build_event(kind: str, raw: bytes, client_flag=None, home: Home = None) -> dict:

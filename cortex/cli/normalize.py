@@ -56,6 +56,9 @@ def main(argv=None) -> int:
     if problem:
         error_line(*problem)
         return 2
+    from cortex.core.guard import exit_on_bus_error
+    exit_on_bus_error(home.root, 1, b"cortex-normalize: bus error (is the disk full?); free disk space, pending events "
+                                     b"are kept\n", low_free=None)
     from cortex.cli.progress import progress
     if args.watch:
         from cortex.inbox.watch import watch

@@ -15,6 +15,8 @@ import time
 from cortex.model.decay import effective_confidence, elapsed_days, settings
 from cortex.store.index import connect, iso_to_epoch
 
+PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
+PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
 # One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
 # near-identical ones (three sessions that each asked "run the test suite and fix failures") and keeps the
@@ -107,31 +109,71 @@ class Consolidator:
         self.home, self.store, self.cfg = home, store, cfg
         self.mem = settings(cfg)
         self.fresh = {}   # (scope_id, type) -> {id: terms}, records written or seen in this run
+        self.fresh_postings = {}  # (scope_id, type) -> {term: set of ids}: the same records by term
 
     def _con(self):
         if not os.path.exists(self.home.index_db):
             return None
         return connect(self.home.index_db, readonly=True)
 
+    def _probe_terms(self, n_terms: int, present, frequency) -> list:
+        """The terms to look neighbours up by: the rarest ones, as many as a record at `link_threshold`
+        (Dice) must share at least one of.  Dice >= d needs an overlap of at least d/(2-d) of this record's
+        `n_terms` terms, all among the terms `present` in the other records, so any
+        |present| - ceil(d/(2-d) n_terms) + 1 of those hold one (issue #18, defect 22)."""
+        d = min(self.mem["link_threshold"], self.mem["merge_threshold"])
+        need = max(int(math.ceil(d / (2 - d) * n_terms - 1e-9)), 1)
+        return sorted(present, key=lambda t: (frequency(t), t))[:max(len(present) - need + 1, 0)]
+
     def _neighbours(self, scope_id, rtype, toks):
-        """Active records of the same scope and type that share terms: {id: terms}."""
+        """Active records of the same scope and type that share terms: {id: terms}.  The cost is flat in the
+        size of the home and of the run: records written in this run are looked up through an in-memory term
+        index by the rarest terms (about PROBE_IDS records), the index's records through the postings of the
+        rarest terms (about PROBE_POSTINGS), scored by BM25 and the best ten kept."""
         from cortex.store.index import bm25_scores
-        out = dict(self.fresh.get((scope_id, rtype), {}))
+        fresh = self.fresh.get((scope_id, rtype), {})
+        out = {}
+        if fresh:
+            postings = self.fresh_postings.get((scope_id, rtype), {})
+            seen = set()
+            present = [t for t in toks if postings.get(t)]
+            for t in self._probe_terms(len(toks), present, lambda t: len(postings[t])):
+                if seen and len(seen) + len(postings[t]) > PROBE_IDS:
+                    break  # the rarest terms' records only: a near-duplicate shares them
+                seen.update(postings[t])
+            out = {rid: fresh[rid] for rid in seen if rid in fresh}
         con = self._con()
         if con is None:
             return out
         try:
-            ids = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id=? AND type=? AND status='active'",
-                                             (scope_id, rtype))}
-            if not ids:
+            qs = sorted(toks)
+            df = dict(con.execute("SELECT term, df FROM terms WHERE term IN (%s)" % ",".join("?" * len(qs)), qs)) \
+                if qs else {}
+            probe, budget = [], PROBE_POSTINGS
+            for t in self._probe_terms(len(toks), [t for t in toks if df.get(t)], lambda t: df[t]):
+                if probe and df[t] > budget:
+                    break
+                probe.append(t)
+                budget -= df[t]
+            if not probe:
                 return out
-            scores = bm25_scores(con, sorted(toks), ids_filter=ids)
-            top = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:10]
-            for rid, _ in top:
-                if rid in out:
+            scores = bm25_scores(con, probe)
+            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:PROBE_IDS]
+            rows = {}
+            for i in range(0, len(ranked), 500):
+                part = [rid for rid, _ in ranked[i:i + 500]]
+                rows.update((r[0], r[1:]) for r in con.execute(
+                    "SELECT id, type, text, files FROM records WHERE id IN (%s) AND scope_id=? AND type=? AND "
+                    "status='active'" % ",".join("?" * len(part)), part + [scope_id, rtype]))
+            kept = 0
+            for rid, _ in ranked:
+                if kept >= 10:
+                    break
+                row = rows.get(rid)
+                if row is None:
                     continue
-                row = con.execute("SELECT type, text, files FROM records WHERE id=?", (rid,)).fetchone()
-                if row:
+                kept += 1
+                if rid not in out:
                     out[rid] = terms("%s %s %s" % (row[0], row[1], " ".join(json.loads(row[2] or "[]"))))
         finally:
             con.close()
@@ -160,8 +202,12 @@ class Consolidator:
         return other is not None and mine != frozenset(NUMBER_RE.findall(other.get("text") or ""))
 
     def written(self, rec: dict):
-        self.fresh.setdefault((rec["scope_id"], rec["type"]), {})[rec["id"]] = terms(
-            "%s %s %s" % (rec["type"], rec["text"], " ".join(rec.get("files") or ())))
+        key = (rec["scope_id"], rec["type"])
+        toks = terms("%s %s %s" % (rec["type"], rec["text"], " ".join(rec.get("files") or ())))
+        self.fresh.setdefault(key, {})[rec["id"]] = toks
+        postings = self.fresh_postings.setdefault(key, {})
+        for t in toks:  # a record rewritten with other words keeps its old entries: one more candidate, no harm
+            postings.setdefault(t, set()).add(rec["id"])
 
     def link_back(self, rec: dict):
         """Make `related` links symmetric."""
@@ -441,11 +487,13 @@ def _consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
     merges = []
     for (scope_id, rtype), recs in sorted(buckets.items()):
         taken = set()
+        later = _similar_candidates(recs, mem["merge_threshold"])
         for i, (rid, toks, n, created) in enumerate(recs):
             if rid in taken:
                 continue
             group = [(rid, n, created)]
-            for rid2, toks2, n2, created2 in recs[i + 1:]:
+            for j in later(i):
+                rid2, toks2, n2, created2 = recs[j]
                 if rid2 not in taken and dice(toks, toks2) >= mem["merge_threshold"]:
                     group.append((rid2, n2, created2))
             if len(group) < 2:
@@ -478,6 +526,36 @@ def _consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
                 return changed
             store.update(keep, take)
     return merges
+
+
+def _similar_candidates(recs: list, threshold: float):
+    """later(i): the indexes j > i (in order) of the records that may be within Dice `threshold` of record i,
+    a superset of those that are (prefix filtering, issue #18 defect 22): Dice >= d is Jaccard >= t = d/(2-d),
+    and two term sets with Jaccard >= t share a term among their first |x| - ceil(t |x|) + 1 terms in one
+    global order (here: rarest in the bucket first), so only records sharing such a term are compared.
+    Replaces comparing every pair (100k records: hours, now seconds)."""
+    t = threshold / (2 - threshold) if threshold < 2 else 1.0
+    freq = {}
+    for r in recs:
+        for term in r[1]:
+            freq[term] = freq.get(term, 0) + 1
+    prefixes, postings = [], {}
+    for i, r in enumerate(recs):
+        toks = r[1]
+        keep = len(toks) - max(int(math.ceil(t * len(toks) - 1e-9)), 0) + 1
+        prefix = sorted(toks, key=lambda term: (freq[term], term))[:max(keep, 0)]
+        prefixes.append(prefix)
+        for term in prefix:
+            postings.setdefault(term, []).append(i)
+
+    def later(i):
+        from bisect import bisect_right
+        found = set()
+        for term in prefixes[i]:
+            ids = postings[term]  # ascending
+            found.update(ids[bisect_right(ids, i):])
+        return sorted(found)
+    return later
 
 
 def _epoch(ts) -> float:

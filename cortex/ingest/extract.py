@@ -467,6 +467,16 @@ def _redact_tree(obj, redact):
     return obj
 
 
+def after_capture(captured: str, ts: str) -> bool:
+    """Whether ISO time `ts` is after `captured` (the event's capture time), by more than a second.  The
+    text comparison decides the common case (both UTC); a time that looks later is checked as a time."""
+    if ts[:19] <= captured[:19]:
+        return False
+    from cortex.store.index import iso_to_epoch
+    t, c = iso_to_epoch(ts), iso_to_epoch(captured)
+    return bool(t and c) and t > c + 1.0
+
+
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     """Candidates from one batch of a session's entries, in transcript order.
 
@@ -496,6 +506,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
 
     for e in entries:
         at = e.ts or last_at or ctx.fallback_time
+        if e.ts and ctx.fallback_time and after_capture(ctx.fallback_time, e.ts):
+            at = ctx.fallback_time  # dated after its capture (a skewed clock): never ahead of later sessions
         last_at = at
         if e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
             continue

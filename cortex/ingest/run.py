@@ -53,7 +53,47 @@ def nothing_to_do(home: Home) -> bool:
                 return False
         except FileNotFoundError:
             pass
-    return True
+    return not index_lost(home, quick=True)
+
+
+def _has_record_files(home: Home) -> bool:
+    for scope in ("L0", "L1"):
+        try:
+            for scope_id in os.listdir(os.path.join(home.records, scope)):
+                d = os.path.join(home.records, scope, scope_id)
+                if os.path.isdir(d) and any(n.endswith(".md") and not n.startswith(".") for n in os.listdir(d)):
+                    return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
+def index_lost(home: Home, quick: bool = False) -> bool:
+    """Records on disk and an index that knows none of them: no index file, a file without tables (a full
+    disk while it was created), or no rows (issue #18, defect 9).  `quick` (the idle check) looks into
+    the database only when its file is too small to hold the schema."""
+    db = home.index_db
+    try:
+        size = os.path.getsize(db)
+    except FileNotFoundError:
+        return _has_record_files(home)
+    except OSError:
+        return False
+    if quick and size >= 65536:
+        return False
+    import sqlite3
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % db.replace("?", "%3f"), uri=True, timeout=2.0)
+        try:
+            if not con.execute("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='records'").fetchone()[0]:
+                return _has_record_files(home)
+            if con.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+                return False
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+    return _has_record_files(home)
 
 
 def out_of_space(e: BaseException) -> bool:
@@ -97,6 +137,15 @@ def replaced(path: str, cur: dict, size: int) -> bool:
         return True
     fp = cur.get("fp")
     return bool(fp) and offset > 0 and fingerprint(path, offset) != fp
+
+
+def opens_object(path) -> bool:
+    """The file starts like a JSON object (a Gemini chat file cut before its header was whole)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    except OSError:
+        return False
 
 
 def safe_transcript_path(path):
@@ -170,6 +219,10 @@ class Run:
         from cortex.store import journal
         journal.replay(self.home, self.cfg, log=self.log)  # what a killed command (forget, import...) left half done
         self.sweep_leftovers()
+        if index_lost(self.home):  # a full disk cut its creation: rebuilt from the record files
+            from cortex.store.indexer import reindex
+            self.log.warning("index_rebuilt", reason="the index had no tables or rows while records exist")
+            reindex(self.home, self.cfg, log=self.log)
         names = inbox.claim_all(self.home)
         self.stats["events"] = len(names)
         groups = {}
@@ -249,8 +302,14 @@ class Run:
             for name, _ in evs:
                 self._fail(name, reason)
             return
+        if os.path.getsize(src) == 0:  # a session not written yet: nothing to read, and nothing wrong
+            self.wait_or_done(evs, src, "transcript is empty")
+            return
         hint = last["client"] if last["client"] != "unknown" else None
         adapter = adapters.detect(src, hint)
+        if adapter is None and hint == "gemini" and self.recent(src) and opens_object(src):
+            self.wait_or_done(evs, src, "chat file caught before its header was written")  # kept: recent
+            return
         if adapter is None:
             for name, _ in evs:
                 self._fail(name, "transcript %s is not in a format Cortex reads (Claude Code, Codex, Gemini)" % src)
@@ -264,6 +323,8 @@ class Run:
             self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
             offset, cur = 0, {}  # the file was replaced or truncated: read it again
         limits = self.read_limits()
+        if adapter.client == "gemini":  # a count of messages, checked against who they were
+            limits["fp"] = cur.get("mfp")
         parts = adapter.windows(src, offset, **limits)
         try:
             res = next(parts)
@@ -277,17 +338,23 @@ class Run:
         # bounded and a run killed between windows resumes where the last one ended.
         wstart = offset  # where this window starts in the transcript (the episode's idempotence key)
         while res is not None:
+            if res.restarted:
+                self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
+                cur = {}
             ctx = self.context(adapter, payload, last, src, res, cur)
             cands, state = extract(res.entries, ctx, cur.get("state"))
             self.store_candidates(cands, ctx)
             self.episode(ctx, res, wstart, adapter.client)
             wstart = res.cursor
             from cortex.model.redact import clean
+            mfp = res.fingerprint or (None if res.restarted else cur.get("mfp"))
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
                    "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
             if adapter.client != "gemini":
                 cur["fp"] = fingerprint(src, res.cursor)
+            elif mfp:
+                cur["mfp"] = mfp
             self.index_changes()
             self.save_cursors({key: cur})
             totals["entries"] += len(res.entries)
@@ -295,6 +362,7 @@ class Run:
             totals["bad_lines"] += res.bad_lines
             totals["windows"] += 1
             truncated, warnings = res.truncated, res.warnings
+            unread = truncated and adapter.client == "gemini"  # caught half-written: the rest comes later
             if warnings:  # an exception's message may quote the transcript: redacted like a record
                 self.log.info("transcript_notes", transcript=ctx.transcript,
                               notes=[clean(w)[0][:300] for w in warnings[:5]])
@@ -322,6 +390,9 @@ class Run:
                 self.index_changes()
                 self.save_cursors({ckey: ccur})
                 totals["candidates"] += len(ccands)
+        if unread:
+            self.wait_or_done(evs, src, "chat file does not parse (being written?)")
+            return
         for name, _ in evs:
             inbox.done(self.home, name)
             self.stats["done"] += 1
@@ -339,6 +410,27 @@ class Run:
         """The window's turns into the session's episode and its passages (before the cursor is saved)."""
         from cortex.ingest.episode_step import record_window
         record_window(self.home, self.cfg, self.log, ctx, res, start, client)
+
+    def wait_or_done(self, evs, src, why: str, settle: float = 600.0):
+        """A transcript with nothing readable yet (empty, or caught half-written): its events stay in
+        claimed/ for the next run while the file changed in the last `settle` seconds; after that they
+        are done (never failed: the file is not wrong, and its next stop brings a new event)."""
+        recent = self.recent(src, settle)
+        self.log.info("transcript_not_ready", transcript=os.path.basename(src), reason=why,
+                      kept=len(evs) if recent else 0)
+        if recent:
+            self.stats["kept"] = self.stats.get("kept", 0) + len(evs)
+            return
+        for name, _ in evs:
+            inbox.done(self.home, name)
+            self.stats["done"] += 1
+
+    @staticmethod
+    def recent(src, settle: float = 600.0) -> bool:
+        try:
+            return time.time() - os.stat(src).st_mtime < settle
+        except OSError:
+            return False
 
     def read_limits(self) -> dict:
         conf = self.cfg["normalize"]

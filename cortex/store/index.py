@@ -97,12 +97,13 @@ def iso_to_epoch(ts: str) -> float:
 def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.Connection:
     if readonly:
         con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=2.0)
+        con.execute("PRAGMA mmap_size=0")  # no memory-mapped reads: a full disk must not raise SIGBUS (defect 10)
     else:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        existed = os.path.exists(path)
+        if not os.path.exists(path) or not has_tables(path):
+            create(path)
         con = sqlite3.connect(path, timeout=10.0)
-        if not existed:
-            os.chmod(path, 0o600)
+        con.execute("PRAGMA mmap_size=0")
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
         # the bytes of a deleted row (a record's text after `forget --hard`, the old version of a re-indexed
@@ -124,6 +125,59 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
     return con
+
+
+def has_tables(path: str) -> bool:
+    """Whether the database at `path` has any table (a file a full disk cut while it was being created has
+    none: SQLite wrote its first page and no schema)."""
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=10.0)
+        try:
+            return bool(con.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return True  # unreadable for another reason (locked, not a database): not ours to replace here
+
+
+def create(path: str):
+    """Create the index with its whole schema in a temp file beside it, then rename it into place, so a
+    full disk never leaves a database without tables where the index should be (issue #18, defect 9).
+    Replaces a table-less file, and any WAL left beside it (it would be replayed into the new file)."""
+    folder = os.path.dirname(path)
+    tmp = os.path.join(folder, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
+    try:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            if os.path.exists(tmp + suffix):
+                os.unlink(tmp + suffix)
+        con = sqlite3.connect(tmp)
+        try:
+            os.chmod(tmp, 0o600)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(DDL)
+            con.commit()
+        finally:
+            con.close()  # the last connection checkpoints the WAL into the file and removes it
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if os.path.exists(tmp + "-wal"):
+            raise OSError("the new index's WAL was not checkpointed")
+        for suffix in ("-wal", "-shm"):
+            try:
+                os.unlink(path + suffix)
+            except FileNotFoundError:
+                pass
+        os.replace(tmp, path)
+    except BaseException:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(tmp + suffix)
+            except OSError:
+                pass
+        raise
 
 
 def has_postings_dl(con) -> bool:

@@ -209,9 +209,12 @@ def test_running_tool_call_is_not_consumed(tmp_path):
     assert (result.kind, result.exit_code, result.is_error) == (TOOL_RESULT, 1, True)
 
 
-def test_cursor_past_end(tmp_path):
+def test_cursor_past_end_reads_from_the_start(tmp_path):
+    """A file rewritten with fewer messages than the cursor is read again from its first (issue #18, 5)."""
     r = adapter.parse(CHAT, 99)
-    assert r.entries == [] and r.cursor == 99 and r.warnings
+    whole = adapter.parse(CHAT)
+    assert r.restarted and r.warnings and r.cursor == whole.cursor
+    assert [(e.kind, e.text) for e in r.entries] == [(e.kind, e.text) for e in whole.entries]
 
 
 def test_missing_file_raises_oserror(tmp_path):

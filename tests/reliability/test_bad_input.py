@@ -120,8 +120,8 @@ def test_bad_transcripts_are_quarantined_with_a_reason_and_the_batch_goes_on(tmp
                                           client="unknown"), "not in a format Cortex reads")
     empty = client_dir / "empty.jsonl"
     empty.write_bytes(b"")
-    cases["empty file"] = (_one_event(home, dict(base, session_id="m4", transcript_path=str(empty))),
-                           "not in a format Cortex reads")
+    # an empty file is a session not written yet, never a failure: its event waits in claimed/ (issue #18, 5)
+    empty_event = _one_event(home, dict(base, session_id="m4", transcript_path=str(empty)))
     rel = "relative/path.jsonl"
     cases["relative path"] = (_one_event(home, dict(base, session_id="m5", transcript_path=rel)),
                               "not an absolute path")
@@ -136,6 +136,7 @@ def test_bad_transcripts_are_quarantined_with_a_reason_and_the_batch_goes_on(tmp
         r = reason_of(home, name)
         assert want in r, (label, r)
     assert event_names(home, "done") == [good]
+    assert event_names(home, "claimed") == [empty_event]
     assert record_files(home)
     report("bad input: transcripts", cases=len(cases), quarantined=stats["failed"], good_event_done=1)
     for label, (name, _w) in cases.items():

@@ -240,3 +240,50 @@ def test_an_index_file_without_tables_does_not_crash_the_next_run(tmp_path):
     rc, out, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(home))
     assert rc == 0 and b"Traceback" not in err, err.decode(errors="replace")[-800:]
     assert index_tables(home)["records"], "the records are not in the index"
+
+
+@pytest.mark.parametrize("limit", [4096, 16384, 32768])
+def test_a_first_run_on_a_full_disk_leaves_no_index_without_tables(tmp_path, limit):
+    """Issue #18, defect 9.  Before: a first run that hit the limit while creating the index left a 4 KiB
+    database with no tables (every limit from 4 to 16 KiB here), and every later session start failed with
+    `no such table: records` (logged, no block)."""
+    home = make_home(tmp_path / "home")
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    payload = hook_payload(path)
+    drop_event(home, payload)
+    run_measured(script("cortex-normalize"), env_for(home), preexec_fn=_fsize(limit))
+    tableless = os.path.exists(home.index_db) and not sqlite3.connect(home.index_db).execute(
+        "SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+    rc, out, err, _rss, _s = run_measured(script("cortex-session-start", "--cwd", payload["cwd"]), env_for(home))
+    log = read_log(home)
+    report("full disk: index creation at RLIMIT_FSIZE=%d" % limit, index_without_tables=tableless,
+           session_start_exit=rc, no_such_table="no such table" in log)
+    assert not tableless
+    assert rc == 0 and err == b"" and "no such table" not in log
+    rc, _o, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(home))  # the disk has room again
+    assert rc == 0, err
+    assert index_tables(home)["records"]
+    rc, out, _e, _rss, _s = run_measured(script("cortex-session-start", "--cwd", payload["cwd"]), env_for(home))
+    assert rc == 0 and b"cortex-memory" in out
+
+
+def test_an_index_without_tables_is_rebuilt_by_the_next_run_even_with_an_empty_inbox(tmp_path):
+    """Before: session start failed (`no such table`) at every session, and an idle normalizer never rebuilt
+    the index; now session start prints nothing and the next run, events or not, rebuilds it from the records."""
+    home = make_home(tmp_path / "home")
+    path = copy_fixture("cc-1.0.98", tmp_path / "client")
+    payload = hook_payload(path)
+    drop_event(home, payload)
+    norm.run(home)
+    want = index_tables(home)["records"]
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(home.index_db + suffix):
+            os.unlink(home.index_db + suffix)
+    sqlite3.connect(home.index_db).execute("PRAGMA user_version=0").connection.commit()  # no tables
+    rc, out, err, _rss, _s = run_measured(script("cortex-session-start", "--cwd", payload["cwd"]), env_for(home))
+    assert rc == 0 and out == b"" and err == b"" and "no such table" not in read_log(home)
+    rc, _o, err, _rss, _s = run_measured(script("cortex-normalize"), env_for(home))  # nothing in the inbox
+    assert rc == 0, err
+    assert index_tables(home)["records"] == want
+    rc, out, _e, _rss, _s = run_measured(script("cortex-session-start", "--cwd", payload["cwd"]), env_for(home))
+    assert rc == 0 and b"cortex-memory" in out

@@ -98,6 +98,8 @@ class ParseResult:
     bad_lines: int = 0       # lines / items that could not be read and were skipped
     truncated: bool = False  # the file ended in a partial line that was left for later
     warnings: list = field(default_factory=list)  # short human-readable notes
+    fingerprint: str = None  # whole-document formats (Gemini): who the messages before `cursor` are
+    restarted: bool = False  # the file was rewritten under the cursor and was read from its start
 
 
 class Adapter:

@@ -55,7 +55,10 @@ class GeminiAdapter(Adapter):
         return sniff.gemini(head, path)
 
     def windows(self, path: str, cursor: int = 0, window: int = WINDOW_BYTES,
-                max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES):
+                max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES, fp: str = None):
+        """`fp` is the fingerprint the last read left (ParseResult.fingerprint): when the messages before
+        the cursor are no longer those (a rewind, a file rewritten with other or fewer messages), the file
+        is read from its first message and the result says `restarted` (issue #18, defect 5)."""
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if max_document and size > max_document:
@@ -65,9 +68,9 @@ class GeminiAdapter(Adapter):
                     "the memory (about 4x the file), then `cortex inbox retry`"
                     % (path, size >> 20, max_document >> 20))
             data = f.read()
-        yield self._parse_document(data, cursor)
+        yield self._parse_document(data, cursor, fp)
 
-    def _parse_document(self, data: bytes, cursor: int) -> ParseResult:
+    def _parse_document(self, data: bytes, cursor: int, fp: str = None) -> ParseResult:
         meta = SessionMeta(client="gemini")
         try:
             doc = _jsonl_document(data)
@@ -83,11 +86,11 @@ class GeminiAdapter(Adapter):
 
         messages = doc["messages"]
         _fill_meta(meta, doc, messages)
-        result = ParseResult(meta=meta, cursor=cursor)
-        if cursor > len(messages):
+        result = ParseResult(meta=meta, cursor=cursor, truncated=bool(doc.get(_PARTIAL)))
+        if cursor > len(messages) or (fp and cursor and message_fingerprint(messages, cursor) != fp):
             result.warnings.append(
-                f"cursor {cursor} is past the {len(messages)} messages in the file")
-            return result
+                f"the messages before cursor {cursor} changed ({len(messages)} in the file): read from the start")
+            cursor, result.restarted = 0, True
 
         end = len(messages)
         if end > cursor and _still_running(messages[-1]):
@@ -100,7 +103,26 @@ class GeminiAdapter(Adapter):
                 continue
             _message(result.entries, msg, index)
         result.cursor = end
+        result.fingerprint = message_fingerprint(messages, end)
         return result
+
+
+def message_fingerprint(messages: list, count: int):
+    """A hash of who the first `count` messages are (id, else timestamp and type; not their content, which
+    the CLI rewrites when a tool finishes), so a cursor notices a file rewritten with other messages."""
+    if count <= 0:
+        return None
+    h = hashlib.sha1()
+    for m in messages[:count]:
+        if isinstance(m, dict):
+            key = m.get("id") if isinstance(m.get("id"), str) else "%s|%s" % (m.get("timestamp"), m.get("type"))
+        else:
+            key = "?"
+        h.update(str(key).encode("utf-8", "replace") + b"\0")
+    return h.hexdigest()[:16]
+
+
+_PARTIAL = "\0partial"  # a key no JSON document of the CLI has: the last line was cut
 
 
 def _jsonl_document(data: bytes):
@@ -128,6 +150,8 @@ def _jsonl_document(data: bytes):
         try:
             obj = json.loads(raw)
         except (ValueError, RecursionError):
+            if not data.endswith(b"\n") and data.endswith(raw):
+                doc[_PARTIAL] = True  # the last line is being written: read it at the next run
             continue  # a line being written, or a broken one: the lines around it still count
         if not isinstance(obj, dict):
             continue
