@@ -469,7 +469,7 @@ _VENDOR_RULES: List[_Rule] = [
     _Rule("telegram_token", r"(?<![0-9])\d{6,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])", gate=(":aa",),
           check=_two_classes),
     _Rule("discord_token", r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"
-                           r"(?![A-Za-z0-9_\-.])", check=_mixed3, pre=r"\.[A-Za-z0-9_\-]{6}\."),
+                           r"(?![A-Za-z0-9_\-.])", check=_mixed3, pre=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"),
     _V("twilio_key", r"(?:SK|AC)[0-9a-f]{32}", ("sk", "ac"), lambda s: _hexmix(s[2:])),
     _V("sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", ("xkeysib-",)),
     _Rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-f]{32}-us\d{1,2}(?![A-Za-z0-9])", gate=("-us",), check=_hexmix),
@@ -524,12 +524,21 @@ def _pw_prose_ok(s: str) -> bool:
 
 
 
-# Something every fixed-shape rule needs (it only decides whether to run them).  Every branch
-# starts with a literal character so that `re` can skip ahead on the set of first characters.
-_ANY_RULE = re.compile(r"-----BEGIN|eyJ|sk-|A(?:KIA|SIA|BIA|CCA)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|oas)-|"
-                       r"npm_|hf_|pypi-|SG\.|hooks\.slack\.com|xox|xapp-|k_(?:live|test)_|whsec_|AIza|ya29\.|1//0|://|"
-                       r"Bearer|bearer|BEARER|uthorization|UTHORIZATION|-u|login|mysql|sshpass|htpasswd|smbclient|"
-                       r":5432:|:\*:|pgpass|(?:ass(?:word|wd|phrase)?|wd|WORD|WD)\s+(?:is|was|will|should|=)")
+# Something every fixed-shape rule needs (it only decides whether to run them): one of these literals, or
+# "password is".  The literals form one trie-shaped alternation, compiled below (`re` then tests one
+# character per level, not every branch at every position); the prose form is a second search: its first
+# letters (a, w) are common and would slow the literal scan down if they were in the same pattern.
+_ANY_LITERALS = (
+    "-----BEGIN eyJ sk- AKIA ASIA ABIA ACCA ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- gldt- glrt- glptt- glcbt- "
+    "gloas- npm_ hf_ pypi- SG. hooks.slack.com xox xapp- k_live_ k_test_ whsec_ AIza ya29. 1//0 :// Bearer bearer "
+    "BEARER uthorization UTHORIZATION -u login mysql sshpass htpasswd smbclient :5432: :*: pgpass").split()
+_ANY_PROSE = re.compile(r"(?:ass(?:word|wd|phrase)?|wd|WORD|WD)\s+(?:is|was|will|should|=)")
+
+
+def _any_rule(text: str) -> bool:
+    return _ANY_LITERAL.search(text) is not None or _ANY_PROSE.search(text) is not None
+
+
 # The same for the vendor rules (a hundred prefixes: one alternation of them is slow in `re`, so the words of
 # 16+ token characters are tested with str.startswith), plus the few rules with other gates.
 _VENDOR_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-+/.~]{15,}")
@@ -547,6 +556,119 @@ def _vendor_hit(text: str) -> bool:
         if "." in w and _DISCORD_PRE.search(w) is not None:
             return True
     return False
+
+
+def _literal_prefixes(pattern: str, cap: int = 64) -> Tuple[str, ...]:
+    """Every literal a match of `pattern` must start with (its leading literals, classes of a few characters
+    and alternations expanded), or () when a match may start with anything."""
+    try:
+        from re import _parser as sre_parse  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse  # type: ignore
+    c = sre_parse
+
+    def walk(items, heads):
+        # heads: prefixes so far; returns (prefixes, complete?) -- complete: the whole of items was literal
+        for op, av in items:
+            if op is c.LITERAL:
+                heads = [h + chr(av) for h in heads]
+            elif op is c.IN and all(o is c.LITERAL or o is c.RANGE for o, _ in av):
+                chars = []
+                for o, a in av:
+                    chars.extend([chr(a)] if o is c.LITERAL else [chr(x) for x in range(a[0], a[1] + 1)])
+                if len(chars) * len(heads) > cap:
+                    return heads, False
+                heads = [h + ch for h in heads for ch in chars]
+            elif op is c.SUBPATTERN:
+                heads, done = walk(av[-1], heads)
+                if not done:
+                    return heads, False
+            elif op is c.BRANCH:
+                out, all_done = [], True
+                for alt in av[1]:
+                    sub, done = walk(alt, heads)
+                    out.extend(sub)
+                    all_done = all_done and done
+                if len(out) > cap:
+                    return heads, False
+                heads = out
+                if not all_done:
+                    return heads, False
+            else:
+                return heads, False
+        return heads, True
+
+    heads, _ = walk(sre_parse.parse(pattern), [""])
+    return () if any(not h for h in heads) else tuple(sorted(set(heads)))
+
+
+def _trie_pattern(words) -> str:
+    """A regex alternation of literals factored by their common prefixes (`re` tries a flat alternation of a
+    hundred literals one by one at every position; a trie tests one character per level)."""
+    first: Dict[str, List[str]] = {}
+    for w in words:
+        first.setdefault(w[0], []).append(w[1:])
+    alts = []
+    for ch in sorted(first):
+        rest = first[ch]
+        sub = _trie_pattern([r for r in rest if r]) if any(rest) else ""
+        if not sub:
+            alts.append(re.escape(ch))
+        elif "" in rest:
+            alts.append(re.escape(ch) + "(?:" + sub + ")?")
+        else:
+            alts.append(re.escape(ch) + "(?:" + sub + ")")
+    return "|".join(alts)
+
+
+_ANY_LITERAL = re.compile(_trie_pattern(sorted(_ANY_LITERALS)))
+
+_VENDOR_DISPATCH = None  # (scan regex, start regex, {prefix: [rule index]}, [always-run rule index]), built on first use
+
+
+def _vendor_dispatch():
+    global _VENDOR_DISPATCH
+    if _VENDOR_DISPATCH is None:
+        by_prefix: Dict[str, List[int]] = {}
+        always: List[int] = []
+        for i, rule in enumerate(_VENDOR_RULES):
+            pre = _literal_prefixes(rule.rx.pattern) if rule.lb and not rule.rx.flags & re.I else ()
+            if not pre:
+                always.append(i)
+                continue
+            for p in pre:
+                by_prefix.setdefault(p, []).append(i)
+        # a prefix counts where a match may start: not glued to a letter or digit (as _lb_ok), and every
+        # occurrence is found (a lookahead: the matches may overlap)
+        trie = _trie_pattern(sorted(by_prefix))
+        # a leading character class lets `re` skip ahead over letters and digits (the text's start is checked
+        # apart); a JSON escape \n, \r or \t counts as a boundary, as in _lb_ok
+        scan = re.compile(r"[^A-Za-z0-9](?:(?<=\\)[nrt])?(?=(" + trie + "))")
+        _VENDOR_DISPATCH = (scan, re.compile(trie), by_prefix, always)
+    return _VENDOR_DISPATCH
+
+
+def _vendor_rules_for(text: str) -> List[_Rule]:
+    """The vendor rules that may match text, in their order: those whose literal prefix starts a word of it,
+    and those with no literal prefix (they keep their own gates)."""
+    scan, head, by_prefix, always = _vendor_dispatch()
+    picked = set(always)
+    seen = set()
+    m0 = head.match(text)
+    found = [m.group(1) for m in scan.finditer(text)]
+    if m0 is not None:
+        found.append(m0.group(0))
+    for lit in found:
+        if lit in seen:
+            continue
+        seen.add(lit)
+        for k in range(1, len(lit) + 1):
+            idx = by_prefix.get(lit[:k])
+            if idx:
+                picked.update(idx)
+    return [_VENDOR_RULES[i] for i in sorted(picked)]
+
+
 _SHORT_TEXT = 2000
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
@@ -1011,9 +1133,8 @@ def redact(text: str) -> Tuple[str, int]:
     present: Dict[str, bool] = {}
     # Short texts (most transcript strings) pay one regex search instead of one per rule.
     long_text = len(text) > _SHORT_TEXT
-    rules = _RULES if long_text or _ANY_RULE.search(text) else ()
-    if _vendor_hit(text):
-        rules = (*rules, *_VENDOR_RULES)
+    rules = _RULES if long_text or _any_rule(text) else ()
+    vendor = _vendor_hit(text)
     for rule in rules:
         if rule.gate:
             for g in rule.gate:
@@ -1033,6 +1154,27 @@ def redact(text: str) -> Tuple[str, int]:
         if counter[0] != before:
             low = _lower(text)
             present.clear()
+    if vendor:
+        # only the vendor rules whose literal prefix starts a word of the text (after the rules above)
+        for rule in _vendor_rules_for(text):
+            if rule.gate:
+                for g in rule.gate:
+                    hit = present.get(g)
+                    if hit is None:
+                        hit = present[g] = g in low
+                    if hit:
+                        break
+                else:
+                    continue
+            if rule.pre is not None and rule.pre.search(text) is None:
+                continue
+            if rule.rx.search(text) is None:
+                continue
+            before = counter[0]
+            text = _apply_rule(rule, text, counter)
+            if counter[0] != before:
+                low = _lower(text)
+                present.clear()
 
     # key/value rule, then the entropy rule over the text with the key/value placeholders in place
     for _ in range(3):

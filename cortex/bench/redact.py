@@ -1,0 +1,177 @@
+"""`python -m cortex.bench.redact`: speed of secret redaction (cortex/model/redact.py).
+
+Measures, on the bundled fixture transcripts (tests/fixtures/transcripts):
+
+  raw JSONL lines          every line of every transcript, as read from disk
+  decoded strings          every string inside the decoded JSON (prompts, replies, tool output, code)
+  decoded strings >= 1 KB  the long ones only
+  import                   a fresh interpreter executing redact.py (patterns compiled at import)
+
+Throughput is MB (UTF-8) / CPU time (time.process_time), best of --rounds: CPU time is the fairer figure
+on a shared machine.  Import time is the best of --import-runs fresh processes (re and math already
+imported, bytecode cached), so it is the module's own work: mostly compiling its patterns.
+
+    python -m cortex.bench.redact                      the working tree's redact.py
+    python -m cortex.bench.redact --rev main           ... and the one of a git revision, in the same run
+    python -m cortex.bench.redact --rev HEAD~1 --profile
+
+With --rev, the old module is loaded from `git show REV:cortex/model/redact.py` into a temporary module,
+and the outputs of both on every text are compared (any difference is listed: a speed change must not
+change what is redacted).
+"""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable, Iterator, List, Tuple
+
+MODULE = "cortex/model/redact.py"
+
+
+def _strings(obj) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def samples(root: str = None) -> List[Tuple[str, List[str]]]:
+    """[(name, texts)]: raw JSONL lines, decoded strings, decoded strings >= 1 KB."""
+    if root is None:
+        from cortex.core.bundled import fixtures_dir
+        root = fixtures_dir()
+    files = []
+    for dirpath, _, names in os.walk(root):
+        files.extend(os.path.join(dirpath, n) for n in names if n.endswith((".jsonl", ".json")))
+    files.sort()
+    lines: List[str] = []
+    texts: List[str] = []
+    for f in files:
+        with open(f, encoding="utf-8") as fh:
+            if f.endswith(".json"):
+                texts.extend(_strings(json.load(fh)))
+                continue
+            for line in fh:
+                line = line.rstrip("\n")
+                lines.append(line)
+                try:
+                    texts.extend(_strings(json.loads(line)))
+                except ValueError:
+                    pass
+    return [("raw JSONL lines", lines), ("decoded strings", texts),
+            ("decoded strings >= 1 KB", [t for t in texts if len(t) >= 1000])]
+
+
+def throughput(fn: Callable[[str], object], texts: List[str], rounds: int) -> float:
+    """MB/s by CPU time, best of `rounds`."""
+    nbytes = sum(len(t.encode("utf-8")) for t in texts)
+    best = float("inf")
+    for _ in range(rounds):
+        c0 = time.process_time()
+        for t in texts:
+            fn(t)
+        best = min(best, time.process_time() - c0)
+    return nbytes / 1e6 / max(best, 1e-9)
+
+
+_IMPORT_PROBE = r"""
+import importlib.util, math, re, sys, time
+spec = importlib.util.spec_from_file_location("_redact_probe", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+t0 = time.perf_counter()
+spec.loader.exec_module(mod)
+print((time.perf_counter() - t0) * 1000)
+"""
+
+
+def import_ms(path: str, runs: int) -> float:
+    """Best wall time (ms) of executing the module file in a fresh interpreter."""
+    best = float("inf")
+    for _ in range(runs + 1):  # the first run may write the bytecode cache
+        out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, path], capture_output=True, text=True, check=True)
+        best = min(best, float(out.stdout.strip()))
+    return best
+
+
+def load_file(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def load_rev(rev: str, tmp: str):
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                          check=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    src = subprocess.run(["git", "show", "%s:%s" % (rev, MODULE)], capture_output=True, text=True, check=True,
+                         cwd=root).stdout
+    path = os.path.join(tmp, "redact_%s.py" % "".join(c if c.isalnum() else "_" for c in rev))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(src)
+    return load_file(path, "_redact_rev_%d" % abs(hash(rev))), path
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cortex.bench.redact", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rev", action="append", default=[], help="also measure redact.py of this git revision")
+    ap.add_argument("--rounds", type=int, default=5, help="timed passes per sample, best kept (default 5)")
+    ap.add_argument("--import-runs", type=int, default=10, help="fresh processes for the import time (default 10)")
+    ap.add_argument("--profile", action="store_true", help="cProfile the working tree's redact on the raw lines")
+    ap.add_argument("--no-compare", action="store_true", help="skip the output comparison with --rev")
+    args = ap.parse_args(argv)
+
+    import cortex.model.redact as cur
+    here = os.path.abspath(cur.__file__)
+    sets = samples()
+    with tempfile.TemporaryDirectory() as tmp:
+        mods = [("working tree", cur, here)]
+        for rev in args.rev:
+            m, p = load_rev(rev, tmp)
+            mods.append((rev, m, p))
+        print("redact throughput, MB/s by CPU time (best of %d); import ms (best of %d fresh processes)"
+              % (args.rounds, args.import_runs))
+        print("samples: " + "; ".join("%s %d texts %.1f MB" % (n, len(t), sum(len(x.encode()) for x in t) / 1e6)
+                                      for n, t in sets))
+        head = "%-14s" % "version" + "".join("%26s" % n for n, _ in sets) + "%12s" % "import ms"
+        print(head)
+        for label, m, p in mods:
+            row = "%-14s" % label[:14]
+            for _, texts in sets:
+                row += "%26.1f" % throughput(m.redact, texts, args.rounds)
+            row += "%12.1f" % import_ms(p, args.import_runs)
+            print(row, flush=True)
+        if len(mods) > 1 and not args.no_compare:
+            for label, m, _ in mods[1:]:
+                diff = 0
+                for name, texts in sets[:2]:
+                    for t in texts:
+                        a, b = cur.redact(t), m.redact(t)
+                        if a != b:
+                            diff += 1
+                            if diff <= 5:
+                                print("  differs from %s (%s): %r -> %r vs %r" % (label, name, t[:120], a[0][:200],
+                                                                                    b[0][:200]))
+                print("outputs vs %s: %s" % (label, "identical" if not diff else "%d texts differ" % diff))
+    if args.profile:
+        import cProfile
+        import pstats
+        lines = sets[0][1]
+        pr = cProfile.Profile()
+        pr.enable()
+        for t in lines:
+            cur.redact(t)
+        pr.disable()
+        pstats.Stats(pr).sort_stats("tottime").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
