@@ -9,7 +9,8 @@ Measures, on the bundled fixture transcripts (tests/fixtures/transcripts):
 
 Throughput is MB (UTF-8) / CPU time (time.process_time), best of --rounds: CPU time is the fairer figure
 on a shared machine.  Import time is the best of --import-runs fresh processes (re and math already
-imported, bytecode cached), so it is the module's own work: mostly compiling its patterns.
+imported, bytecode cached even under PYTHONDONTWRITEBYTECODE), so it is the module's own work: mostly
+compiling its patterns.
 
     python -m cortex.bench.redact                      the working tree's redact.py
     python -m cortex.bench.redact --rev main           ... and the one of a git revision, in the same run
@@ -92,11 +93,15 @@ print((time.perf_counter() - t0) * 1000)
 """
 
 
-def import_ms(path: str, runs: int) -> float:
-    """Best wall time (ms) of executing the module file in a fresh interpreter."""
+def import_ms(path: str, runs: int, cache: str) -> float:
+    """Best wall time (ms) of executing the module file in a fresh interpreter, its bytecode cached (under
+    `cache`) as an installed package has it: PYTHONDONTWRITEBYTECODE would add compiling the source."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=cache)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     best = float("inf")
-    for _ in range(runs + 1):  # the first run may write the bytecode cache
-        out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, path], capture_output=True, text=True, check=True)
+    for _ in range(runs + 1):  # the first run writes the bytecode cache
+        out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, path], capture_output=True, text=True, check=True,
+                             env=env)
         best = min(best, float(out.stdout.strip()))
     return best
 
@@ -146,7 +151,7 @@ def main(argv=None) -> int:
             row = "%-14s" % label[:14]
             for _, texts in sets:
                 row += "%26.1f" % throughput(m.redact, texts, args.rounds)
-            row += "%12.1f" % import_ms(p, args.import_runs)
+            row += "%12.1f" % import_ms(p, args.import_runs, os.path.join(tmp, "pycache"))
             print(row, flush=True)
         if len(mods) > 1 and not args.no_compare:
             for label, m, _ in mods[1:]:

@@ -291,17 +291,34 @@ def _looks_random(s: str, min_len: int = 8) -> bool:
 # ---------------------------------------------------------------------------
 
 class _Rule:
-    __slots__ = ("kind", "rx", "gate", "group", "check", "lb", "pre")
+    __slots__ = ("kind", "pattern", "flags", "_rx", "gate", "group", "check", "lb", "_pre")
 
     def __init__(self, kind: str, pattern: str, group: int = 0, check: Optional[Callable[[str], bool]] = None,
                  gate: Tuple[str, ...] = (), lb: bool = False, flags: int = 0, pre: str = None):
         self.kind = kind
-        self.pre = re.compile(pre) if pre else None  # a cheap regex that must match first (for rules with no gate)
-        self.rx = re.compile(pattern, flags)
+        self._pre = pre     # a cheap regex that must match first (for rules with no gate)
+        self.pattern = pattern
+        self.flags = flags
+        self._rx = None     # compiled on first use: most processes never need most rules (import time)
         self.gate = gate    # lower-case substrings, one of which must be present (cheap pre-check)
         self.group = group  # the group that is replaced; 0 = the whole match
         self.check = check  # validator for the replaced text
         self.lb = lb        # the match must not be glued to a preceding letter/digit
+
+    @property
+    def rx(self) -> "re.Pattern[str]":
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern, self.flags)
+            if isinstance(self._pre, str):
+                self._pre = re.compile(self._pre)
+        return rx
+
+    @property
+    def pre(self) -> "Optional[re.Pattern[str]]":
+        if isinstance(self._pre, str):
+            self._pre = re.compile(self._pre)
+        return self._pre
 
 
 def _bearer_ok(tok: str) -> bool:
@@ -539,19 +556,36 @@ def _any_rule(text: str) -> bool:
     return _ANY_LITERAL.search(text) is not None or _ANY_PROSE.search(text) is not None
 
 
-# The same for the vendor rules (a hundred prefixes: one alternation of them is slow in `re`, so the words of
-# 16+ token characters are tested with str.startswith), plus the few rules with other gates.
+# The same for the vendor rules, plus the few rules with other gates: a word of 16+ token characters that
+# starts with a vendor prefix (looked up by its first two characters: str.startswith over a tuple of a
+# hundred prefixes costs more than the lookup), or one of a few other literals.
 _VENDOR_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-+/.~]{15,}")
-_VENDOR_OTHER = re.compile(r":AA|Q~|-us\d|webhook|Private-|\.atlasv1\.")
+_VENDOR_OTHER = (":AA", "Q~", "webhook", "Private-", ".atlasv1.")
+_VENDOR_US = re.compile(r"-us\d")
 _DISCORD_PRE = re.compile(r"\.[A-Za-z0-9_\-]{6}\.")
+_VENDOR_MIN = 14  # the shortest match of any vendor rule
+
+
+def _by_head(prefixes) -> Dict[str, Tuple[str, ...]]:
+    out: Dict[str, List[str]] = {}
+    for p in prefixes:
+        out.setdefault(p[:2], []).append(p)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _vendor_hit(text: str) -> bool:
-    if _VENDOR_OTHER.search(text) is not None:
+    if len(text) < _VENDOR_MIN:
+        return False
+    for lit in _VENDOR_OTHER:
+        if lit in text:
+            return True
+    if "-us" in text and _VENDOR_US.search(text) is not None:
         return True
+    heads = _VENDOR_HEADS
     for m in _VENDOR_RUN.finditer(text):
         w = m.group(0)
-        if w.startswith(_TAIL_PREFIXES) or w.startswith(("00", "SK", "AC", "API-", "key-", "EAA", "ATBB", "LTAI")):
+        p = heads.get(w[:2])
+        if p is not None and w.startswith(p):
             return True
         if "." in w and _DISCORD_PRE.search(w) is not None:
             return True
@@ -580,6 +614,8 @@ def _literal_prefixes(pattern: str, cap: int = 64) -> Tuple[str, ...]:
                     return heads, False
                 heads = [h + ch for h in heads for ch in chars]
             elif op is c.SUBPATTERN:
+                if av[1] & c.SRE_FLAG_IGNORECASE:
+                    return heads, False
                 heads, done = walk(av[-1], heads)
                 if not done:
                     return heads, False
@@ -598,26 +634,33 @@ def _literal_prefixes(pattern: str, cap: int = 64) -> Tuple[str, ...]:
                 return heads, False
         return heads, True
 
-    heads, _ = walk(sre_parse.parse(pattern), [""])
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & c.SRE_FLAG_IGNORECASE:
+        return ()
+    heads, _ = walk(parsed, [""])
     return () if any(not h for h in heads) else tuple(sorted(set(heads)))
 
 
 def _trie_pattern(words) -> str:
     """A regex alternation of literals factored by their common prefixes (`re` tries a flat alternation of a
-    hundred literals one by one at every position; a trie tests one character per level)."""
+    hundred literals one by one at every position; a trie tests one character per level, and a run of
+    single-child levels is one literal)."""
     first: Dict[str, List[str]] = {}
     for w in words:
         first.setdefault(w[0], []).append(w[1:])
     alts = []
     for ch in sorted(first):
         rest = first[ch]
-        sub = _trie_pattern([r for r in rest if r]) if any(rest) else ""
-        if not sub:
-            alts.append(re.escape(ch))
-        elif "" in rest:
-            alts.append(re.escape(ch) + "(?:" + sub + ")?")
-        else:
-            alts.append(re.escape(ch) + "(?:" + sub + ")")
+        head = ch
+        # a chain of nodes with one child each: one literal
+        while len(rest) > 1 and "" not in rest and len({r[0] for r in rest}) == 1:
+            head += rest[0][0]
+            rest = [r[1:] for r in rest]
+        if len(rest) == 1:
+            alts.append(re.escape(head + rest[0]))
+            continue
+        sub = _trie_pattern(sorted({r for r in rest if r}))
+        alts.append(re.escape(head) + "(?:" + sub + ")" + ("?" if "" in rest else ""))
     return "|".join(alts)
 
 
@@ -632,7 +675,7 @@ def _vendor_dispatch():
         by_prefix: Dict[str, List[int]] = {}
         always: List[int] = []
         for i, rule in enumerate(_VENDOR_RULES):
-            pre = _literal_prefixes(rule.rx.pattern) if rule.lb and not rule.rx.flags & re.I else ()
+            pre = _literal_prefixes(rule.pattern) if rule.lb and not rule.flags & re.I else ()
             if not pre:
                 always.append(i)
                 continue
@@ -1212,6 +1255,7 @@ shpss_ shpca_ shppa_ shippo_ EZAK EZTK duffel_ FLWSECK fio-u- sha256~ sk.eyJ LS0
 # shapes with no long literal prefix (group 1: short prefixes whose body must be hex)
 _TAIL_SHAPES = re.compile(r"(SK|AC|key-)|API-(?=[A-Z0-9]+$)|[A-Za-z0-9_~.]{3}\dQ~|\d{6,12}:AA|00(?=[A-Za-z0-9_\-]*[A-Z])|"
                           r"[A-Za-z0-9]{14}\.atlasv1\.|[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.|EAA[BCDGM]")
+_VENDOR_HEADS = _by_head(_TAIL_PREFIXES + ("00", "SK", "AC", "API-", "key-", "EAA", "ATBB", "LTAI"))
 _TAIL_WORD = re.compile(r"[A-Za-z0-9_\-+/.=~:]*\Z")
 _TAIL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/.=~:")
 
