@@ -15,6 +15,7 @@ compiling its patterns.
     python -m cortex.bench.redact                      the working tree's redact.py
     python -m cortex.bench.redact --rev main           ... and the one of a git revision, in the same run
     python -m cortex.bench.redact --rev HEAD~1 --profile
+    python -m cortex.bench.redact --rev main --normalize 3   ... and cortex-normalize with each version
 
 With --rev, the old module is loaded from `git show REV:cortex/model/redact.py` into a temporary module,
 and the outputs of both on every text are compared (any difference is listed: a speed change must not
@@ -124,6 +125,65 @@ def load_rev(rev: str, tmp: str):
     return load_file(path, "_redact_rev_%d" % abs(hash(rev))), path
 
 
+# cortex-normalize with a given redact.py: the module is put in sys.modules before Cortex imports it.
+_NORMALIZE = r"""
+import importlib.util, os, sys
+repo, path = sys.argv[1], sys.argv[2]
+sys.path.insert(0, repo)
+if path:
+    spec = importlib.util.spec_from_file_location("cortex.model.redact", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["cortex.model.redact"] = mod
+    spec.loader.exec_module(mod)
+    import cortex.model
+    cortex.model.redact = mod
+sys.argv = ["cortex-normalize", "--quiet"]
+from cortex.cli.normalize import run_main
+run_main()
+"""
+
+
+def normalize_mbps(paths, copies: int, runs: int, log=sys.stderr):
+    """{path: (MB/s by CPU time, MB/s by wall time)} of cortex-normalize over the fixture transcripts replayed
+    as `copies` x (every fixture) sessions (the set-up of `python -m cortex.bench`'s throughput case), one
+    stop event per session, a fresh home per run; CPU time is the process's and its children's (user + sys),
+    best of `runs`, with the versions interleaved run by run."""
+    import json
+    import resource
+    import shutil
+    from cortex.bench.run import REPO, bench_env, replay_sessions
+    from cortex.capture import hook as capture
+    from cortex.core.home import Home
+    base = tempfile.mkdtemp(prefix="cortex-redact-bench-")
+    try:
+        sessions, total = replay_sessions(os.path.join(base, "replay"), copies)
+        log.write("normalize: %d sessions, %.1f MB of transcripts\n" % (len(sessions), total / 1e6))
+        env = bench_env(base)
+        best = {p: (float("inf"), float("inf")) for p in paths}
+        for i in range(runs + 1):
+            for p in paths:
+                root = os.path.join(base, "home")
+                shutil.rmtree(root, ignore_errors=True)
+                home = Home(root).ensure()
+                for client, path, sid, cwd in sessions:
+                    payload = {"session_id": sid, "transcript_path": path, "cwd": cwd or os.path.dirname(path),
+                               "hook_event_name": "Stop", "stop_hook_active": False}
+                    capture.write_event(home, capture.build_event("stop", json.dumps(payload).encode(), client,
+                                                                  home))
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                w0 = time.perf_counter()
+                subprocess.run([sys.executable, "-c", _NORMALIZE, REPO, p or ""], env=dict(env, CORTEX_HOME=root),
+                               check=True, stdout=subprocess.DEVNULL)
+                w = time.perf_counter() - w0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+                if i >= 1:  # the first round warms the caches
+                    best[p] = (min(best[p][0], cpu), min(best[p][1], w))
+        return {p: (total / 1e6 / c, total / 1e6 / w) for p, (c, w) in best.items()}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cortex.bench.redact", description=__doc__.split("\n\n")[0])
     ap.add_argument("--rev", action="append", default=[], help="also measure redact.py of this git revision")
@@ -131,6 +191,9 @@ def main(argv=None) -> int:
     ap.add_argument("--import-runs", type=int, default=10, help="fresh processes for the import time (default 10)")
     ap.add_argument("--profile", action="store_true", help="cProfile the working tree's redact on the raw lines")
     ap.add_argument("--no-compare", action="store_true", help="skip the output comparison with --rev")
+    ap.add_argument("--normalize", type=int, metavar="RUNS", default=0,
+                    help="also time cortex-normalize over the replayed fixtures with each version (best of RUNS)")
+    ap.add_argument("--copies", type=int, default=5, help="--normalize: copies of the fixture sessions (default 5)")
     args = ap.parse_args(argv)
 
     import cortex.model.redact as cur
@@ -165,6 +228,12 @@ def main(argv=None) -> int:
                                 print("  differs from %s (%s): %r -> %r vs %r" % (label, name, t[:120], a[0][:200],
                                                                                     b[0][:200]))
                 print("outputs vs %s: %s" % (label, "identical" if not diff else "%d texts differ" % diff))
+        if args.normalize:
+            res = normalize_mbps([None] + [p for _, _, p in mods[1:]], args.copies, args.normalize)
+            print("cortex-normalize, MB/s by CPU time (process + children, best of %d) and by wall time:"
+                  % args.normalize)
+            for (label, _, p), key in zip(mods, [None] + [p for _, _, p in mods[1:]]):
+                print("%-14s %8.1f cpu %8.1f wall" % (label[:14], *res[key]))
     if args.profile:
         import cProfile
         import pstats

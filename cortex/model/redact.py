@@ -81,14 +81,17 @@ Precision
     and the entropy rule only fires next to a trigger word.
 
 Speed
-    Standard library only (``re``, ``math``); patterns are compiled once at
-    import.  The vendor rules run only when a word of 16+ token characters
-    starts with one of their prefixes (str.startswith over a tuple: one
-    alternation of a hundred literals is slow in ``re``) or a few other
-    literals are present.  Every vendor pattern starts with a literal so ``re`` can use its
-    fast prefix search; boundary checks run in Python on the (rare) matches.
-    The key/value and entropy rules share one scan for trigger words over a
-    lower-cased copy of the text.
+    Standard library only (``re``, ``math``).  Rule patterns are compiled on first use, not at import
+    (most processes never need most of them).  The fixed-shape rules run on a short text only when one
+    of their literals (a single trie-shaped alternation, `re` testing one character per level) or
+    "password is" is present; on a long text each runs behind its lower-case gate.  The vendor rules run
+    only when a word of 16+ token characters starts with one of their prefixes (looked up by its first
+    two characters) or a few other literals are present; then one scan (a trie of every prefix, after a
+    non-alphanumeric character) picks the vendor rules whose prefix actually starts a word, so a text pays
+    one search per vendor rule it may hold rather than a gate test per rule.  Every vendor pattern starts
+    with a literal so ``re`` can use its fast prefix search; boundary checks run in Python on the (rare)
+    matches.  The key/value and entropy rules share one scan for trigger words over a lower-cased copy of
+    the text.  `python -m cortex.bench.redact` measures throughput and import time (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -1269,7 +1272,7 @@ def _tail_span(text: str) -> Optional[Tuple[int, int, str]]:
     elif t.endswith("..."):
         t = t[:-3]
     b = len(t)
-    if b < 8 or t[-1] not in _TAIL_CHARS:
+    if b < 8 or not _TAIL_CHARS.issuperset(t[-8:]):  # the token is 8+ token characters at the very end
         return None
     word = t[-1200:].rsplit(None, 1)[-1]
     m = _TAIL_WORD.search(word)
