@@ -81,14 +81,17 @@ Precision
     and the entropy rule only fires next to a trigger word.
 
 Speed
-    Standard library only (``re``, ``math``); patterns are compiled once at
-    import.  The vendor rules run only when a word of 16+ token characters
-    starts with one of their prefixes (str.startswith over a tuple: one
-    alternation of a hundred literals is slow in ``re``) or a few other
-    literals are present.  Every vendor pattern starts with a literal so ``re`` can use its
-    fast prefix search; boundary checks run in Python on the (rare) matches.
-    The key/value and entropy rules share one scan for trigger words over a
-    lower-cased copy of the text.
+    Standard library only (``re``, ``math``).  Rule patterns are compiled on first use, not at import
+    (most processes never need most of them).  The fixed-shape rules run on a short text only when one
+    of their literals (a single trie-shaped alternation, `re` testing one character per level) or
+    "password is" is present; on a long text each runs behind its lower-case gate.  The vendor rules run
+    only when a word of 16+ token characters starts with one of their prefixes (looked up by its first
+    two characters) or a few other literals are present; then one scan (a trie of every prefix, after a
+    non-alphanumeric character) picks the vendor rules whose prefix actually starts a word, so a text pays
+    one search per vendor rule it may hold rather than a gate test per rule.  Every vendor pattern starts
+    with a literal so ``re`` can use its fast prefix search; boundary checks run in Python on the (rare)
+    matches.  The key/value and entropy rules share one scan for trigger words over a lower-cased copy of
+    the text.  `python -m cortex.bench.redact` measures throughput and import time (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -291,17 +294,34 @@ def _looks_random(s: str, min_len: int = 8) -> bool:
 # ---------------------------------------------------------------------------
 
 class _Rule:
-    __slots__ = ("kind", "rx", "gate", "group", "check", "lb", "pre")
+    __slots__ = ("kind", "pattern", "flags", "_rx", "gate", "group", "check", "lb", "_pre")
 
     def __init__(self, kind: str, pattern: str, group: int = 0, check: Optional[Callable[[str], bool]] = None,
                  gate: Tuple[str, ...] = (), lb: bool = False, flags: int = 0, pre: str = None):
         self.kind = kind
-        self.pre = re.compile(pre) if pre else None  # a cheap regex that must match first (for rules with no gate)
-        self.rx = re.compile(pattern, flags)
+        self._pre = pre     # a cheap regex that must match first (for rules with no gate)
+        self.pattern = pattern
+        self.flags = flags
+        self._rx = None     # compiled on first use: most processes never need most rules (import time)
         self.gate = gate    # lower-case substrings, one of which must be present (cheap pre-check)
         self.group = group  # the group that is replaced; 0 = the whole match
         self.check = check  # validator for the replaced text
         self.lb = lb        # the match must not be glued to a preceding letter/digit
+
+    @property
+    def rx(self) -> "re.Pattern[str]":
+        rx = self._rx
+        if rx is None:
+            rx = self._rx = re.compile(self.pattern, self.flags)
+            if isinstance(self._pre, str):
+                self._pre = re.compile(self._pre)
+        return rx
+
+    @property
+    def pre(self) -> "Optional[re.Pattern[str]]":
+        if isinstance(self._pre, str):
+            self._pre = re.compile(self._pre)
+        return self._pre
 
 
 def _bearer_ok(tok: str) -> bool:
@@ -469,7 +489,7 @@ _VENDOR_RULES: List[_Rule] = [
     _Rule("telegram_token", r"(?<![0-9])\d{6,12}:AA[A-Za-z0-9_\-]{30,40}(?![A-Za-z0-9_\-])", gate=(":aa",),
           check=_two_classes),
     _Rule("discord_token", r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"
-                           r"(?![A-Za-z0-9_\-.])", check=_mixed3, pre=r"\.[A-Za-z0-9_\-]{6}\."),
+                           r"(?![A-Za-z0-9_\-.])", check=_mixed3, pre=r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"),
     _V("twilio_key", r"(?:SK|AC)[0-9a-f]{32}", ("sk", "ac"), lambda s: _hexmix(s[2:])),
     _V("sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}", ("xkeysib-",)),
     _Rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-f]{32}-us\d{1,2}(?![A-Za-z0-9])", gate=("-us",), check=_hexmix),
@@ -524,29 +544,177 @@ def _pw_prose_ok(s: str) -> bool:
 
 
 
-# Something every fixed-shape rule needs (it only decides whether to run them).  Every branch
-# starts with a literal character so that `re` can skip ahead on the set of first characters.
-_ANY_RULE = re.compile(r"-----BEGIN|eyJ|sk-|A(?:KIA|SIA|BIA|CCA)|gh[pousr]_|github_pat_|gl(?:pat|dt|rt|ptt|cbt|oas)-|"
-                       r"npm_|hf_|pypi-|SG\.|hooks\.slack\.com|xox|xapp-|k_(?:live|test)_|whsec_|AIza|ya29\.|1//0|://|"
-                       r"Bearer|bearer|BEARER|uthorization|UTHORIZATION|-u|login|mysql|sshpass|htpasswd|smbclient|"
-                       r":5432:|:\*:|pgpass|(?:ass(?:word|wd|phrase)?|wd|WORD|WD)\s+(?:is|was|will|should|=)")
-# The same for the vendor rules (a hundred prefixes: one alternation of them is slow in `re`, so the words of
-# 16+ token characters are tested with str.startswith), plus the few rules with other gates.
+# Something every fixed-shape rule needs (it only decides whether to run them): one of these literals, or
+# "password is".  The literals form one trie-shaped alternation, compiled below (`re` then tests one
+# character per level, not every branch at every position); the prose form is a second search: its first
+# letters (a, w) are common and would slow the literal scan down if they were in the same pattern.
+_ANY_LITERALS = (
+    "-----BEGIN eyJ sk- AKIA ASIA ABIA ACCA ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ glpat- gldt- glrt- glptt- glcbt- "
+    "gloas- npm_ hf_ pypi- SG. hooks.slack.com xox xapp- k_live_ k_test_ whsec_ AIza ya29. 1//0 :// Bearer bearer "
+    "BEARER uthorization UTHORIZATION -u login mysql sshpass htpasswd smbclient :5432: :*: pgpass").split()
+_ANY_PROSE = re.compile(r"(?:ass(?:word|wd|phrase)?|wd|WORD|WD)\s+(?:is|was|will|should|=)")
+
+
+def _any_rule(text: str) -> bool:
+    return _ANY_LITERAL.search(text) is not None or _ANY_PROSE.search(text) is not None
+
+
+# The same for the vendor rules, plus the few rules with other gates: a word of 16+ token characters that
+# starts with a vendor prefix (looked up by its first two characters: str.startswith over a tuple of a
+# hundred prefixes costs more than the lookup), or one of a few other literals.
 _VENDOR_RUN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-+/.~]{15,}")
-_VENDOR_OTHER = re.compile(r":AA|Q~|-us\d|webhook|Private-|\.atlasv1\.")
+_VENDOR_OTHER = (":AA", "Q~", "webhook", "Private-", ".atlasv1.")
+_VENDOR_US = re.compile(r"-us\d")
 _DISCORD_PRE = re.compile(r"\.[A-Za-z0-9_\-]{6}\.")
+_VENDOR_MIN = 14  # the shortest match of any vendor rule
+
+
+def _by_head(prefixes) -> Dict[str, Tuple[str, ...]]:
+    out: Dict[str, List[str]] = {}
+    for p in prefixes:
+        out.setdefault(p[:2], []).append(p)
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def _vendor_hit(text: str) -> bool:
-    if _VENDOR_OTHER.search(text) is not None:
+    if len(text) < _VENDOR_MIN:
+        return False
+    for lit in _VENDOR_OTHER:
+        if lit in text:
+            return True
+    if "-us" in text and _VENDOR_US.search(text) is not None:
         return True
+    heads = _VENDOR_HEADS
     for m in _VENDOR_RUN.finditer(text):
         w = m.group(0)
-        if w.startswith(_TAIL_PREFIXES) or w.startswith(("00", "SK", "AC", "API-", "key-", "EAA", "ATBB", "LTAI")):
+        p = heads.get(w[:2])
+        if p is not None and w.startswith(p):
             return True
         if "." in w and _DISCORD_PRE.search(w) is not None:
             return True
     return False
+
+
+def _literal_prefixes(pattern: str, cap: int = 64) -> Tuple[str, ...]:
+    """Every literal a match of `pattern` must start with (its leading literals, classes of a few characters
+    and alternations expanded), or () when a match may start with anything."""
+    try:
+        from re import _parser as sre_parse  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse  # type: ignore
+    c = sre_parse
+
+    def walk(items, heads):
+        # heads: prefixes so far; returns (prefixes, complete?) -- complete: the whole of items was literal
+        for op, av in items:
+            if op is c.LITERAL:
+                heads = [h + chr(av) for h in heads]
+            elif op is c.IN and all(o is c.LITERAL or o is c.RANGE for o, _ in av):
+                chars = []
+                for o, a in av:
+                    chars.extend([chr(a)] if o is c.LITERAL else [chr(x) for x in range(a[0], a[1] + 1)])
+                if len(chars) * len(heads) > cap:
+                    return heads, False
+                heads = [h + ch for h in heads for ch in chars]
+            elif op is c.SUBPATTERN:
+                if av[1] & c.SRE_FLAG_IGNORECASE:
+                    return heads, False
+                heads, done = walk(av[-1], heads)
+                if not done:
+                    return heads, False
+            elif op is c.BRANCH:
+                out, all_done = [], True
+                for alt in av[1]:
+                    sub, done = walk(alt, heads)
+                    out.extend(sub)
+                    all_done = all_done and done
+                if len(out) > cap:
+                    return heads, False
+                heads = out
+                if not all_done:
+                    return heads, False
+            else:
+                return heads, False
+        return heads, True
+
+    parsed = sre_parse.parse(pattern)
+    if parsed.state.flags & c.SRE_FLAG_IGNORECASE:
+        return ()
+    heads, _ = walk(parsed, [""])
+    return () if any(not h for h in heads) else tuple(sorted(set(heads)))
+
+
+def _trie_pattern(words) -> str:
+    """A regex alternation of literals factored by their common prefixes (`re` tries a flat alternation of a
+    hundred literals one by one at every position; a trie tests one character per level, and a run of
+    single-child levels is one literal)."""
+    first: Dict[str, List[str]] = {}
+    for w in words:
+        first.setdefault(w[0], []).append(w[1:])
+    alts = []
+    for ch in sorted(first):
+        rest = first[ch]
+        head = ch
+        # a chain of nodes with one child each: one literal
+        while len(rest) > 1 and "" not in rest and len({r[0] for r in rest}) == 1:
+            head += rest[0][0]
+            rest = [r[1:] for r in rest]
+        if len(rest) == 1:
+            alts.append(re.escape(head + rest[0]))
+            continue
+        sub = _trie_pattern(sorted({r for r in rest if r}))
+        alts.append(re.escape(head) + "(?:" + sub + ")" + ("?" if "" in rest else ""))
+    return "|".join(alts)
+
+
+_ANY_LITERAL = re.compile(_trie_pattern(sorted(_ANY_LITERALS)))
+
+_VENDOR_DISPATCH = None  # (scan regex, start regex, {prefix: [rule index]}, [always-run rule index]), built on first use
+
+
+def _vendor_dispatch():
+    global _VENDOR_DISPATCH
+    if _VENDOR_DISPATCH is None:
+        by_prefix: Dict[str, List[int]] = {}
+        always: List[int] = []
+        for i, rule in enumerate(_VENDOR_RULES):
+            pre = _literal_prefixes(rule.pattern) if rule.lb and not rule.flags & re.I else ()
+            if not pre:
+                always.append(i)
+                continue
+            for p in pre:
+                by_prefix.setdefault(p, []).append(i)
+        # a prefix counts where a match may start: not glued to a letter or digit (as _lb_ok), and every
+        # occurrence is found (a lookahead: the matches may overlap)
+        trie = _trie_pattern(sorted(by_prefix))
+        # a leading character class lets `re` skip ahead over letters and digits (the text's start is checked
+        # apart); a JSON escape \n, \r or \t counts as a boundary, as in _lb_ok
+        scan = re.compile(r"[^A-Za-z0-9](?:(?<=\\)[nrt])?(?=(" + trie + "))")
+        _VENDOR_DISPATCH = (scan, re.compile(trie), by_prefix, always)
+    return _VENDOR_DISPATCH
+
+
+def _vendor_rules_for(text: str) -> List[_Rule]:
+    """The vendor rules that may match text, in their order: those whose literal prefix starts a word of it,
+    and those with no literal prefix (they keep their own gates)."""
+    scan, head, by_prefix, always = _vendor_dispatch()
+    picked = set(always)
+    seen = set()
+    m0 = head.match(text)
+    found = [m.group(1) for m in scan.finditer(text)]
+    if m0 is not None:
+        found.append(m0.group(0))
+    for lit in found:
+        if lit in seen:
+            continue
+        seen.add(lit)
+        for k in range(1, len(lit) + 1):
+            idx = by_prefix.get(lit[:k])
+            if idx:
+                picked.update(idx)
+    return [_VENDOR_RULES[i] for i in sorted(picked)]
+
+
 _SHORT_TEXT = 2000
 _SCHEME_TAIL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,30}$")
 
@@ -1011,9 +1179,8 @@ def redact(text: str) -> Tuple[str, int]:
     present: Dict[str, bool] = {}
     # Short texts (most transcript strings) pay one regex search instead of one per rule.
     long_text = len(text) > _SHORT_TEXT
-    rules = _RULES if long_text or _ANY_RULE.search(text) else ()
-    if _vendor_hit(text):
-        rules = (*rules, *_VENDOR_RULES)
+    rules = _RULES if long_text or _any_rule(text) else ()
+    vendor = _vendor_hit(text)
     for rule in rules:
         if rule.gate:
             for g in rule.gate:
@@ -1033,6 +1200,27 @@ def redact(text: str) -> Tuple[str, int]:
         if counter[0] != before:
             low = _lower(text)
             present.clear()
+    if vendor:
+        # only the vendor rules whose literal prefix starts a word of the text (after the rules above)
+        for rule in _vendor_rules_for(text):
+            if rule.gate:
+                for g in rule.gate:
+                    hit = present.get(g)
+                    if hit is None:
+                        hit = present[g] = g in low
+                    if hit:
+                        break
+                else:
+                    continue
+            if rule.pre is not None and rule.pre.search(text) is None:
+                continue
+            if rule.rx.search(text) is None:
+                continue
+            before = counter[0]
+            text = _apply_rule(rule, text, counter)
+            if counter[0] != before:
+                low = _lower(text)
+                present.clear()
 
     # key/value rule, then the entropy rule over the text with the key/value placeholders in place
     for _ in range(3):
@@ -1070,6 +1258,7 @@ shpss_ shpca_ shppa_ shippo_ EZAK EZTK duffel_ FLWSECK fio-u- sha256~ sk.eyJ LS0
 # shapes with no long literal prefix (group 1: short prefixes whose body must be hex)
 _TAIL_SHAPES = re.compile(r"(SK|AC|key-)|API-(?=[A-Z0-9]+$)|[A-Za-z0-9_~.]{3}\dQ~|\d{6,12}:AA|00(?=[A-Za-z0-9_\-]*[A-Z])|"
                           r"[A-Za-z0-9]{14}\.atlasv1\.|[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.|EAA[BCDGM]")
+_VENDOR_HEADS = _by_head(_TAIL_PREFIXES + ("00", "SK", "AC", "API-", "key-", "EAA", "ATBB", "LTAI"))
 _TAIL_WORD = re.compile(r"[A-Za-z0-9_\-+/.=~:]*\Z")
 _TAIL_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+/.=~:")
 
@@ -1083,7 +1272,7 @@ def _tail_span(text: str) -> Optional[Tuple[int, int, str]]:
     elif t.endswith("..."):
         t = t[:-3]
     b = len(t)
-    if b < 8 or t[-1] not in _TAIL_CHARS:
+    if b < 8 or not _TAIL_CHARS.issuperset(t[-8:]):  # the token is 8+ token characters at the very end
         return None
     word = t[-1200:].rsplit(None, 1)[-1]
     m = _TAIL_WORD.search(word)
