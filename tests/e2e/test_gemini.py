@@ -69,8 +69,10 @@ def test_gemini_memory_reaches_a_new_session_and_its_hook_context_is_not_capture
     texts = [r["text"] for r in sb.records()]
     assert not [t for t in texts if "cortex-memory" in t or "Notes from earlier sessions" in t], texts
     assert sum(decision_text(m) in t for t in texts) == 1
-    progress = [r["text"] for r in sb.records() if r["type"] == "progress"]
-    assert any("what did we decide about the cache" in t for t in progress), progress
+    # the second session is kept as what was said (its episode), found by recall like the records
+    found = json.loads(sb.cortex("recall", "what did we decide about the cache", "--kind", "episode", "--json",
+                                 "--cwd", str(sb.project)).check("cortex recall").stdout)
+    assert any(h["kind"] == "episode" and h["client"] == "gemini" for h in found["hits"]), found
 
 
 def test_claude_code_to_gemini_and_back_through_one_home(sandbox):
