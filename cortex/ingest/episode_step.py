@@ -111,23 +111,24 @@ def turns_from_entries(entries, cwd=None, fallback_time: str = "") -> list:
 
 
 
-def record_window(home, cfg: dict, log, ctx, res, start: int, client: str) -> int:
+def record_window(home, cfg: dict, log, ctx, res, start: int, client: str, base=None):
     """Append the window's turns to episodes/<project>/<session>.md and index the changed passages.
-    Returns the number of turns the episode holds (0 when nothing changed or episodes are off)."""
+    `base` is the episode's size the transcript's cursor saw ([turns, characters of the last turn]).
+    Returns the size after this window, for the cursor (None when nothing changed or episodes are off)."""
     conf = cfg.get("episodes") or {}
     if not conf.get("enabled", True) or not ctx.session:
-        return 0
+        return None
     from cortex.store import episodes
     from cortex.store.indexer import update_passages
     got = episodes.append(home, session=str(ctx.session), client=client, project=ctx.project,
                           transcript=ctx.transcript, start=int(start), end=int(res.cursor),
-                          new_turns=turns_from_entries(res.entries, ctx.cwd, ctx.fallback_time or ""))
+                          new_turns=turns_from_entries(res.entries, ctx.cwd, ctx.fallback_time or ""), base=base)
     if got is None:
-        return 0
+        return None
     path, front, turns, since = got
     if not front.get("archived"):  # an archived episode (forget --session) stays out of search
         update_passages(home, front, turns, path, since)
-    return len(turns)
+    return [len(turns), len(turns[-1]["text"]) if turns else 0]
 
 
 def prune(home, cfg: dict, log=None, now: float = None) -> int:

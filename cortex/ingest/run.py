@@ -344,13 +344,16 @@ class Run:
             ctx = self.context(adapter, payload, last, src, res, cur)
             cands, state = extract(res.entries, ctx, cur.get("state"))
             self.store_candidates(cands, ctx)
-            self.episode(ctx, res, wstart, adapter.client)
+            ep = self.episode(ctx, res, wstart, adapter.client, None if res.restarted else cur.get("ep"))
+            ep = ep if ep is not None else (None if res.restarted else cur.get("ep"))
             wstart = res.cursor
             from cortex.model.redact import clean
             mfp = res.fingerprint or (None if res.restarted else cur.get("mfp"))
             cur = {"offset": res.cursor, "client": adapter.client, "session": ctx.session,
                    "cwd": clean(ctx.cwd)[0] if ctx.cwd else None, "branch": ctx.branch, "project": ctx.project,
                    "state": state, "bad_lines": int(cur.get("bad_lines", 0)) + res.bad_lines}
+            if ep is not None:
+                cur["ep"] = ep
             if adapter.client != "gemini":
                 cur["fp"] = fingerprint(src, res.cursor)
             elif mfp:
@@ -406,10 +409,11 @@ class Run:
         if n:
             self.stats["episodes_expired"] = n
 
-    def episode(self, ctx, res, start, client):
-        """The window's turns into the session's episode and its passages (before the cursor is saved)."""
+    def episode(self, ctx, res, start, client, base=None):
+        """The window's turns into the session's episode and its passages (before the cursor is saved,
+        which keeps the episode's size the returned checkpoint: a rerun goes back to it)."""
         from cortex.ingest.episode_step import record_window
-        record_window(self.home, self.cfg, self.log, ctx, res, start, client)
+        return record_window(self.home, self.cfg, self.log, ctx, res, start, client, base)
 
     def wait_or_done(self, evs, src, why: str, settle: float = 600.0):
         """A transcript with nothing readable yet (empty, or caught half-written): its events stay in

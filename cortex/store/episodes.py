@@ -14,7 +14,6 @@ heading per turn:
     transcript: "/home/me/.claude/projects/…/9f0c….jsonl"
     turns: 12
     read_to: 48211
-    window: [40112, 10, 812]
     ---
 
     ## Turn 1 — user — 2026-05-11T11:26:55Z
@@ -34,9 +33,10 @@ never does: thinking, injected context (CLAUDE.md / AGENTS.md, system reminders,
 
 The file is the episode's only store: the normalizer parses the turns kept so far, appends the
 window's turns and writes the whole rendering again (temp, fsync, rename), so the bytes are a function
-of the turns alone.  `read_to` is the transcript position the turns cover: a window that ends at or
-before it was already appended (a run killed after the episode write and before the cursor save reads
-that window again), so a rerun writes the same bytes.  Body lines that start with `#` or `\\` are
+of the turns alone.  `read_to` is the transcript position the turns cover.  The cursor of the transcript,
+saved after the episode, keeps the episode's size as it saw it ([turns, characters of the last]); a run
+killed between the two reads the window again and first takes the file back to that size, so a rerun
+writes the same bytes wherever its windows fall.  Body lines that start with `#` or `\\` are
 written with a leading backslash (Markdown shows them as they were; no body line makes a heading).
 """
 import json
@@ -194,15 +194,16 @@ def _join(a: str, b: str) -> str:
 
 
 def append(home, *, session: str, client: str, project: str, transcript: str, new_turns: list, start: int,
-           end: int):
+           end: int, base=None):
     """Add one window's turns (transcript positions start..end; [{"role", "at", "parts"}], as
     ingest.episode_step.turns_from_entries makes them) to the session's episode.
 
     Returns (path, front matter, all turns, number of the first turn that changed), or None when nothing
-    changed.  Turns carry `n` and `text`.  Idempotent: `window` in the front matter is [start of the
-    last window appended, turns before it, characters of the last of those]; the same window read again
-    (a run killed before its cursor was saved, even if the transcript grew since) first takes the
-    episode back to how it was before that window, so the rerun writes the same bytes."""
+    changed.  Turns carry `n` and `text`.  Idempotent: `base` is the episode as the transcript's cursor
+    last saw it, [turns, characters of the last turn] (the normalizer keeps it in the cursor, which is
+    saved after the episode): a file that holds more (a run killed after writing the episode and before
+    saving its cursor) is first taken back to it, so the rerun writes the same bytes, wherever its
+    windows fall."""
     path = episode_path(home, project, session)
     front, old = {}, []
     if os.path.exists(path):
@@ -212,23 +213,26 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
             front, old = {}, []  # unreadable: rewritten from what this read gives
     turns = [{"role": t["role"], "at": t["at"], "text": t["text"]} for t in old]
     old_front = front
+    rolled_back = False
     if front:
-        have = int(front.get("read_to", 0))
-        w = front.get("window") or [-1, 0, 0]
         if start <= 0:
-            turns = []  # read from the start again (the first window again, or a replaced file)
-        elif start == w[0]:
-            turns = turns[:w[1]]
-            if turns:
-                turns[-1]["text"] = turns[-1]["text"][:w[2]]
-        elif start < have:
-            return None  # a window inside what the file already holds
+            turns, rolled_back = [], bool(old)  # read from the start again (the first window, or a replaced file)
+        elif base is not None:
+            n, chars = int(base[0]), int(base[1])
+            if len(turns) > n or (n and turns and len(turns[n - 1]["text"]) != chars):
+                turns = turns[:n]
+                if turns:
+                    turns[-1]["text"] = turns[-1]["text"][:chars]
+                rolled_back = True
+        elif start < int(front.get("read_to", 0)):
+            return None  # a cursor from before these checkpoints, inside what the file already holds
     new = [{"role": t["role"], "at": t["at"], "text": turn_text(t)} for t in new_turns]
     new = [t for t in new if t["text"]]
-    if not new:
+    if not new and not rolled_back:
         return None
-    window = [int(start), len(turns), len(turns[-1]["text"]) if turns else 0]
-    first_changed = len(turns) + 1
+    # (taken back to the cursor's checkpoint, the file is written even when this read brings no turn: the
+    # next window continues from there)
+    first_changed = max(len(turns), 1) if rolled_back else len(turns) + 1
     for t in new:
         if turns and t["role"] == "assistant" and turns[-1]["role"] == "assistant":
             turns[-1]["text"] = _join(turns[-1]["text"], t["text"])
@@ -238,7 +242,7 @@ def append(home, *, session: str, client: str, project: str, transcript: str, ne
     ats = [t["at"] for t in turns if t["at"]]
     front = {"session": session, "client": client, "project": project,
              "first": min(ats) if ats else "", "last": max(ats) if ats else "",
-             "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end), "window": window,
+             "transcript": _clean(transcript or ""), "turns": len(turns), "read_to": int(end),
              "archived": (old_front or {}).get("archived")}
     write(path, front, turns)
     out = [{"n": i, "role": t["role"], "at": t["at"], "text": t["text"]} for i, t in enumerate(turns, 1)]

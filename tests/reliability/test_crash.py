@@ -370,3 +370,38 @@ def test_crash_leftovers_of_killed_writers_are_cleaned_up(tmp_path):
     drop_event(home, hook_payload(copy_fixture("cc-1.0.98", tmp_path / "client2")))
     norm.run(home)
     assert not os.path.exists(live[1]) and os.path.exists(live[0])
+
+
+def test_a_kill_between_the_episode_write_and_the_cursor_save_reruns_to_the_same_bytes(tmp_path, monkeypatch):
+    """Deterministic companion of the random campaign: with 64 KiB windows, the normalizer is stopped just
+    before each cursor save of a long real session (the episode of that window written, its cursor not),
+    then run again.  The rerun's windows need not fall where the stopped run's did (found by the campaign:
+    a rerun window with no turn left the episode unrolled and the next window was taken as already held,
+    dropping what it said); the episode must come out byte for byte as one clean run's."""
+    from cortex.ingest import run as runmod
+    transcript = copy_fixture("cc-2.0.76", tmp_path / "client")
+
+    def episodes_after(name, stop_at=None):
+        home = make_home(tmp_path / name)
+        os.makedirs(home.root, exist_ok=True)
+        Path(home.config_yaml).write_text("normalize:\n  window_bytes: %d\n" % SMALL_WINDOW)
+        drop_event(home, hook_payload(transcript))
+        if stop_at:
+            real, calls = runmod.Run.save_cursors, [0]
+
+            def stop(self, *a, **k):
+                calls[0] += 1
+                if calls[0] == stop_at:
+                    raise KeyboardInterrupt("killed before the cursor save")
+                return real(self, *a, **k)
+            monkeypatch.setattr(runmod.Run, "save_cursors", stop)
+            with pytest.raises(KeyboardInterrupt):
+                norm.run(home)
+            monkeypatch.setattr(runmod.Run, "save_cursors", real)
+        norm.run(home)
+        return {p.name: p.read_bytes() for p in Path(home.episodes).rglob("*.md")}
+
+    clean = episodes_after("clean")
+    assert clean
+    differing = [k for k in (2, 3, 5, 9, 14, 20, 27) if episodes_after("k%d" % k, k) != clean]
+    assert differing == []
