@@ -354,6 +354,13 @@ def _first_sentence(text: str, limit: int) -> str:
 
 
 # A closing message that reports the whole task finished ("Epic X complete.", "All 4 subtasks done").
+# A reply that turns down what was just proposed or concluded: "no, ...", "it's a bad idea, since ...",
+# "that won't work", "I disagree", "not like that", "don't do that".
+TURNED_DOWN_RE = re.compile(
+    r"\s*(?:no\b|nope\b|nah\b|wrong\b|(?:i\s+)?disagree\b|not\s+(?:like\s+that|that|a\s+good\s+idea)\b|"
+    r"(?:it'?s|it\s+is|that'?s|that\s+is|this\s+is)\s+(?:a\s+)?(?:bad|terrible|wrong|not\s+(?:a\s+)?(?:good|right)|"
+    r"a\s+no)\b|(?:that|this|it)\s+(?:won'?t|will\s+not|doesn'?t|does\s+not)\s+work\b|don'?t\s+do\s+(?:that|this|it)\b)",
+    re.I)
 DONE_CLAIM_RE = re.compile(r"\ball\b[^.\n]{0,60}?\b(?:done|complete|completed|finished)\b|"
                            r"^\W*(?:\S+\s+){0,4}(?:complete|completed|done|finished)\W*$", re.I | re.M)
 # A sentence that reports an action as done ("I've simplified …", "… has been updated").
@@ -504,6 +511,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     dstate = dict(D.initial_state(), **(st.get("decisions") or {}))
     new_activity = False
 
+    unanswered = set()  # the decision candidates of the last assistant turn, until the user answers it
     for e in entries:
         at = e.ts or last_at or ctx.fallback_time
         if e.ts and ctx.fallback_time and after_capture(ctx.fallback_time, e.ts):
@@ -517,6 +525,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         else:
             found = []
         if e.kind == B.USER:
+            if unanswered and not e.sidechain and TURNED_DOWN_RE.match(strip_code(e.text or "")):
+                # the user turned down what the assistant just concluded ("it's a bad idea, since ..."): that
+                # conclusion was never settled, so it is not kept as a decision (the conversation layer keeps
+                # the rejection with its reason)
+                out = [c for c in out if id(c) not in unanswered]
+            unanswered = set()
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain and len(e.text.strip()) >= 8 and substantive(e.text):
                 st["last_prompt"] = {"text": clean_sentence(e.text, 200), "ref": e.ref, "at": at}
@@ -533,6 +547,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                     # that puts a proposal to the user has not settled anything yet
                     kw = [c for c in kw if c.type not in ("decision", "rejected")]
                 out.extend(kw)
+                unanswered = {id(c) for c in kw if c.type == "decision"}
                 claim = DONE_CLAIM_RE.search(strip_code(e.text))
                 # the session's closing report of the whole task ("Epic X complete."), kept in progress
                 st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None

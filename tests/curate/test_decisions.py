@@ -427,3 +427,21 @@ def test_afterthought_without_agreement_is_not_a_decision():
     out = _run([("assistant", "We could shard by month, or by tenant; both have costs."),
                 ("user", "One more thing: the table is already 2 TB.")])
     assert not [r for r in out if r[0] == "decision"]
+
+
+def test_a_conclusion_the_user_turns_down_at_once_is_not_a_decision(env):
+    """The assistant ends a long analysis with its recommendation; the user answers "it's a bad idea, since
+    ...". Nothing was settled: the block must not show the recommendation as a current decision (seen on a
+    real session, cc-2.0.76, where the keyword layer kept it)."""
+    home, project, root = env
+    chat = Chat(root, project, "s-turned-down", T0)
+    chat.user("why do conversations stop syncing after the first run?")
+    chat.say("I traced it through `sync_conversations()`. The solution is straightforward: we decided to "
+             "rely on the server's duplicate detection instead of tracking processed sessions locally, since "
+             "the endpoint already returns a new_messages count.")
+    chat.user("it's a bad idea, since the whole conversation would be sent every time. performance matters. "
+              "we need to track the last synced message id instead.")
+    chat.say("You're right, re-sending whole conversations is too slow. I'll track the last synced message id.")
+    chat.stop(home)
+    current = [r["text"] for r in records(home, "decision") if r["status"] == "active"]
+    assert not [t for t in current if "duplicate detection" in t and "instead of tracking" in t], current

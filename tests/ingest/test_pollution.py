@@ -33,7 +33,8 @@ EXPECT = {
     "cc-2.0.64-sidechain-agent-files": {"must": [("progress", r'asked "delete js" \(before that: "update py with one '
                                                              r'liner comment"; [^)]*\); changed hello\.md, hello\.js, hello\.py')]},
     "cc-2.0.76-compact-boundary": {"must": [
-        ("decision", r"leverage the API's built-in deduplication instead of trying to track processed sessions"),
+        # (the assistant's "leverage the API's built-in deduplication" conclusion is not here: the user turned
+        # it down in the next prompt, "it's bad idea ... performance is crucial", so nothing was settled)
         ("rejected", r"No JSONL with record types .*wrong approach"),
         # the compaction summary, split by section (docs/memory.md, "Compaction summaries, used whole")
         ("plan", r"\[ \] Create minimal conversation processor implementation"),
