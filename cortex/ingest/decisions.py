@@ -150,6 +150,11 @@ RECAP_RE = re.compile(r"^\s*(?:\*\*)?(?:(?:so|ok(?:ay)?|done|great|alright|right
                       r"changes|fix|plan))?|for\s+the\s+record(?:,?\s+the\s+(?:behaviou?r|rule|logic)\s+is\s+now)?|"
                       r"the\s+(?:behaviou?r|rule|logic)\s+is\s+now|in\s+short|tl;?\s*dr)(?:\*\*)?\s*[:—–]\s*(?:\*\*)?\s*"
                       r"(?P<body>.*)", re.I)
+REPLACING_RE = re.compile(r"\s*(?:(?:ok(?:ay)?|noted|understood|got\s+it|right|so|done)\s*[,.!:—–-]*\s*)*(?:replacing|"
+                          r"this\s+replaces)\s+the\s+(?:old|earlier|previous|existing|original)\s+(?:rule|decision|policy)"
+                          r"(?:\s+with\s+the\s+new\s+one)?\s*[:—–-]\s*(?P<body>.+)", re.I)
+SUPERSEDES_RE = re.compile(r"\s*(?:that|this)\s+(?:supersedes|replaces|overrides)\s+(?:what\s+we\s+(?:settled|agreed|"
+                           r"decided)(?:\s+on)?|the\s+(?:earlier|old|previous|original)\s+(?:rule|decision|policy))", re.I)
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
@@ -477,6 +482,18 @@ def summary_of(text: str, weak: bool = False):
             if body.endswith("?") or len(body.split()) < 4 or NARRATION_RE.search(body):
                 continue
             return _cap(body.rstrip(".") + ".")
+    # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
+    # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
+    # the record keeps the replacing words, so the earlier rule on the subject is retired
+    parts = [p for p in re.split(r"(?<=[.!])\s+", " ".join(prose.split())) if p]
+    for i, part in enumerate(parts):
+        m = REPLACING_RE.match(part)
+        if m and len(m.group("body").split()) >= 4 and not NARRATION_RE.search(m.group("body")):
+            return _cap(_tidy(m.group("body")).rstrip(".") + " (this replaces the earlier rule).")
+        if i and SUPERSEDES_RE.match(part):
+            body = _tidy(parts[i - 1])
+            if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
+                return _cap(body.rstrip(".") + " (this supersedes the earlier rule).")
     return None
 
 

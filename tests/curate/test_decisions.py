@@ -445,3 +445,26 @@ def test_a_conclusion_the_user_turns_down_at_once_is_not_a_decision(env):
     chat.stop(home)
     current = [r["text"] for r in records(home, "decision") if r["status"] == "active"]
     assert not [t for t in current if "duplicate detection" in t and "instead of tracking" in t], current
+
+
+def test_an_amendment_restated_as_replacing_the_earlier_rule_retires_it(env):
+    """The user changes a rule weeks later; the assistant restates the change as replacing the old rule
+    ("Replacing the old rule with the new one: ...", or the new rule followed by "That supersedes what we
+    settled on before"), and the user confirms. The new rule is a decision and the earlier one is retired."""
+    home, project, root = env
+    first = Chat(root, project, "s-rule", T0)
+    first.turns(("user", "how long should `purge_stale_uploads()` keep files?"),
+                ("assistant", "I'd suggest `purge_stale_uploads()` deletes uploads older than 30 days. Sound good?"),
+                ("user", "yes, go with that"))
+    first.stop(home)
+    for sid, restated in (("s-amend-1", "Noted. `purge_stale_uploads()` now deletes uploads older than 14 days, "
+                                        "except those attached to an open ticket. That supersedes what we settled "
+                                        "on before, where it kept them for 30 days."),):
+        later = Chat(root, project, sid, T0 + 20 * 86400)
+        later.turns(("user", "legal asked us to shorten retention for uploads, two weeks, but keep ones on open "
+                             "tickets"),
+                    ("assistant", restated), ("user", "yes exactly"))
+        later.stop(home)
+    current = [r for r in records(home, "decision") if r["status"] == "active"]
+    assert any("14 days" in r["text"] for r in current), [r["text"] for r in records(home)]
+    assert not any("30 days" in r["text"] and "14 days" not in r["text"] for r in current), [r["text"] for r in current]
