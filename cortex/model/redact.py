@@ -1170,17 +1170,10 @@ def _splice(text: str, spans: List[Tuple[int, int, str]], counter: List[int]) ->
     return "".join(out)
 
 
-def redact(text: str) -> Tuple[str, int]:
-    """Replace every secret in text with [REDACTED:<kind>]; return (text, count)."""
-    if not text:
-        return text, 0
-    counter = [0]
-    low = _lower(text)
-    present: Dict[str, bool] = {}
-    # Short texts (most transcript strings) pay one regex search instead of one per rule.
-    long_text = len(text) > _SHORT_TEXT
-    rules = _RULES if long_text or _any_rule(text) else ()
-    vendor = _vendor_hit(text)
+
+def _apply_rules(rules, text: str, low: str, present: dict, counter: list):
+    """Apply each rule whose gate words are in the text (`present` caches the look-ups on `low`, the
+    lower-cased text) and whose pre-check and pattern match.  Returns (text, low)."""
     for rule in rules:
         if rule.gate:
             for g in rule.gate:
@@ -1200,27 +1193,23 @@ def redact(text: str) -> Tuple[str, int]:
         if counter[0] != before:
             low = _lower(text)
             present.clear()
+    return text, low
+
+def redact(text: str) -> Tuple[str, int]:
+    """Replace every secret in text with [REDACTED:<kind>]; return (text, count)."""
+    if not text:
+        return text, 0
+    counter = [0]
+    low = _lower(text)
+    present: Dict[str, bool] = {}
+    # Short texts (most transcript strings) pay one regex search instead of one per rule.
+    long_text = len(text) > _SHORT_TEXT
+    rules = _RULES if long_text or _any_rule(text) else ()
+    vendor = _vendor_hit(text)
+    text, low = _apply_rules(rules, text, low, present, counter)
     if vendor:
         # only the vendor rules whose literal prefix starts a word of the text (after the rules above)
-        for rule in _vendor_rules_for(text):
-            if rule.gate:
-                for g in rule.gate:
-                    hit = present.get(g)
-                    if hit is None:
-                        hit = present[g] = g in low
-                    if hit:
-                        break
-                else:
-                    continue
-            if rule.pre is not None and rule.pre.search(text) is None:
-                continue
-            if rule.rx.search(text) is None:
-                continue
-            before = counter[0]
-            text = _apply_rule(rule, text, counter)
-            if counter[0] != before:
-                low = _lower(text)
-                present.clear()
+        text, low = _apply_rules(_vendor_rules_for(text), text, low, present, counter)
 
     # key/value rule, then the entropy rule over the text with the key/value placeholders in place
     for _ in range(3):
