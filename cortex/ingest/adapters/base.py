@@ -147,6 +147,22 @@ class Adapter:
         return []
 
 
+TEXT_LIMIT = 4000  # characters of one entry's text an adapter keeps
+
+
+def str_or_none(v):
+    """A non-empty string, else None (transcript fields of any JSON type)."""
+    return v if isinstance(v, str) and v else None
+
+
+def clip(text: str) -> str:
+    """At most TEXT_LIMIT characters, never ending inside a word, so no secret is left in part (issue #18)."""
+    if len(text) <= TEXT_LIMIT:
+        return text
+    from cortex.model import redact
+    return redact.cut(text, TEXT_LIMIT)
+
+
 def line_blocks(f, start: int, end: Optional[int] = None, window: int = WINDOW_BYTES,
                 max_line: int = MAX_LINE_BYTES):
     """Walk a JSON Lines file from byte `start` (to `end`, default EOF) in bounded pieces.

@@ -13,12 +13,12 @@ import re
 
 from cortex.clients import sniff
 from cortex.ingest.adapters.base import (
+    clip,
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, MAX_LINE_BYTES, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WINDOW_BYTES, WRITE,
     Adapter, Entry, ParseResult, PlanItem, SessionMeta, line_blocks,
 )
 
-RESULT_TEXT_LIMIT = 4000
 MAX_WARNINGS = 20
 
 # Cortex's own session-start block: whoever carries it, it is never a prompt or a reply.
@@ -349,9 +349,7 @@ class _State:
             m = _EXIT_CODE_RE.match(text)
             if m:
                 exit_code = int(m.group(1))
-        if len(text) > RESULT_TEXT_LIMIT:
-            from cortex.model import redact
-            text = redact.cut(text, RESULT_TEXT_LIMIT)  # never inside a word: no secret is kept in part
+        text = clip(text)
         return Entry(
             TOOL_RESULT, text, ref, ts,
             tool=call.tool if call else None,

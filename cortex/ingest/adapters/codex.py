@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from cortex.clients import sniff
 from cortex.ingest.adapters.base import (
+    clip, str_or_none,
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
     THINKING, TOOL_CALL, TOOL_RESULT, USER, WRITE,
     Adapter, Entry, MAX_LINE_BYTES, ParseResult, PlanItem, SessionMeta, WINDOW_BYTES, line_blocks,
 )
 
-TEXT_LIMIT = 4000
 
 # Contextual blocks Codex itself puts into role=user messages (codex-rs
 # contextual_user_message.rs), plus developer-style blocks seen in fixtures.
@@ -276,7 +276,7 @@ class _State:
         elif typ == "reasoning":
             text = _reasoning_text(p)
             if text:
-                self._add(THINKING, ref, ts, text=text, message_id=_str(p.get("id")))
+                self._add(THINKING, ref, ts, text=text, message_id=str_or_none(p.get("id")))
         elif typ in ("function_call", "custom_tool_call", "local_shell_call", "web_search_call"):
             self._tool_call(p, ref, ts, emit=True)
         elif typ in ("function_call_output", "custom_tool_call_output"):
@@ -286,7 +286,7 @@ class _State:
     def _message(self, p: dict, ref: str, ts):
         role = p.get("role")
         text = _content_text(p.get("content"))
-        mid = _str(p.get("id"))
+        mid = str_or_none(p.get("id"))
         if role == "assistant":
             if text.strip():
                 self._add(ASSISTANT, ref, ts, text=text, message_id=mid)
@@ -307,17 +307,17 @@ class _State:
                 query = action.get("query") or " | ".join(
                     q for q in action.get("queries") or () if isinstance(q, str))
                 self._add(TOOL_CALL, ref, ts, tool="web_search", action=SEARCH,
-                          text=_clip(_str(query) or ""), args=action or None,
-                          call_id=_str(p.get("id")))
+                          text=clip(str_or_none(query) or ""), args=action or None,
+                          call_id=str_or_none(p.get("id")))
             return
-        cid = _str(p.get("call_id")) or _str(p.get("id"))
+        cid = str_or_none(p.get("call_id")) or str_or_none(p.get("id"))
         if typ == "local_shell_call":
             name = "local_shell"
             act = p.get("action") if isinstance(p.get("action"), dict) else {}
             args = act
             text = _command_text(act.get("command"))
         else:
-            name = _str(p.get("name")) or "?"
+            name = str_or_none(p.get("name")) or "?"
             if typ == "custom_tool_call":
                 raw = p.get("input")
                 raw = raw if isinstance(raw, str) else ""
@@ -332,16 +332,16 @@ class _State:
             self.calls[cid] = _Call(name, action, files)
         if not emit:
             return
-        self._add(TOOL_CALL, ref, ts, tool=name, action=action, text=_clip(text),
+        self._add(TOOL_CALL, ref, ts, tool=name, action=action, text=clip(text),
                   args=args, call_id=cid, files=files)
         if name == "update_plan":
             items = _plan_items(args.get("plan"))
             if items is not None:
                 self._add(PLAN, ref, ts, plan=items, tool=name, call_id=cid,
-                          text=_str(args.get("explanation")) or "")
+                          text=str_or_none(args.get("explanation")) or "")
 
     def _tool_output(self, p: dict, ref: str, ts):
-        cid = _str(p.get("call_id"))
+        cid = str_or_none(p.get("call_id"))
         call = self.calls.get(cid) if cid else None
         text, exit_code, failed = _output_fields(p.get("output"))
         early_exit = self.exit_codes.pop(cid, None) if cid else None
@@ -350,7 +350,7 @@ class _State:
         if cid and self.patch_failed.pop(cid, False):
             failed = True
         is_error = failed or (exit_code is not None and exit_code != 0)
-        self._add(TOOL_RESULT, ref, ts, text=_clip(text), call_id=cid,
+        self._add(TOOL_RESULT, ref, ts, text=clip(text), call_id=cid,
                   tool=call.tool if call else None,
                   action=call.action if call else None,
                   files=call.files if call else (),
@@ -395,7 +395,7 @@ class _State:
 
     def _tool_event(self, p: dict):
         typ = p.get("type")
-        cid = _str(p.get("call_id"))
+        cid = str_or_none(p.get("call_id"))
         if not cid:
             return
         if typ == "exec_command_end":
@@ -432,14 +432,6 @@ def _split_lines(body: bytes) -> list:
         return out
 
 
-def _str(v):
-    return v if isinstance(v, str) and v else None
-
-
-def _clip(text: str) -> str:
-    """At most TEXT_LIMIT characters, never ending inside a word, so no secret is left in part (issue #18)."""
-    from cortex.model import redact
-    return text if len(text) <= TEXT_LIMIT else redact.cut(text, TEXT_LIMIT)
 
 
 def _content_text(content) -> str:
@@ -514,7 +506,7 @@ def _call_text(name: str, args: dict) -> str:
         v = args.get("input")
         return v if isinstance(v, str) else ""
     if name == "update_plan":
-        expl = _str(args.get("explanation"))
+        expl = str_or_none(args.get("explanation"))
         if expl:
             return expl
         items = _plan_items(args.get("plan")) or ()

@@ -16,13 +16,13 @@ import re
 
 from cortex.clients import sniff
 from cortex.ingest.adapters.base import (
+    clip, str_or_none,
     ASSISTANT, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK, THINKING, TOOL_CALL,
     TOOL_RESULT, USER, WRITE,
     MAX_DOCUMENT_BYTES, MAX_LINE_BYTES, WINDOW_BYTES,
     Adapter, Entry, ParseResult, PlanItem, SessionMeta, TooLarge,
 )
 
-TEXT_LIMIT = 4000
 
 _TOOL_ACTIONS = {
     "write_file": WRITE,
@@ -178,8 +178,8 @@ _INJECTED_BLOCK = re.compile(r"<(session_context|hook_context)>.*?(?:</\1>|\Z)",
 
 def _message(out: list, msg: dict, index: int):
     ref = f"M{index}"
-    ts = _str(msg.get("timestamp"))
-    mid = _str(msg.get("id"))
+    ts = str_or_none(msg.get("timestamp"))
+    mid = str_or_none(msg.get("id"))
     typ = msg.get("type")
     text = _content_text(msg.get("content"))
     if typ == "user":
@@ -198,7 +198,7 @@ def _message(out: list, msg: dict, index: int):
         for thought in msg.get("thoughts") or ():
             ttext = _thought_text(thought)
             if ttext:
-                tts = _str(thought.get("timestamp")) or ts
+                tts = str_or_none(thought.get("timestamp")) or ts
                 out.append(Entry(kind=THINKING, text=ttext, ref=ref, ts=tts, message_id=mid))
         if text.strip():
             out.append(Entry(kind=ASSISTANT, text=text, ref=ref, ts=ts, message_id=mid))
@@ -209,13 +209,13 @@ def _message(out: list, msg: dict, index: int):
 
 
 def _tool_call(out: list, call: dict, ref: str, ts, mid):
-    name = _str(call.get("name")) or "?"
+    name = str_or_none(call.get("name")) or "?"
     args = call.get("args") if isinstance(call.get("args"), dict) else {}
-    cid = _str(call.get("id"))
-    cts = _str(call.get("timestamp")) or ts
+    cid = str_or_none(call.get("id"))
+    cts = str_or_none(call.get("timestamp")) or ts
     action = _TOOL_ACTIONS.get(name, OTHER)
     files = _files(args) if action in _FILE_ACTIONS else ()
-    out.append(Entry(kind=TOOL_CALL, text=_clip(_call_text(name, args)), ref=ref, ts=cts,
+    out.append(Entry(kind=TOOL_CALL, text=clip(_call_text(name, args)), ref=ref, ts=cts,
                      tool=name, action=action, args=args, call_id=cid, files=files,
                      message_id=mid))
     if name == "write_todos":
@@ -236,21 +236,13 @@ def _tool_call(out: list, call: dict, ref: str, ts, mid):
     # A cancelled call never ran: counting it as an error keeps it out of "files changed".
     is_error = (failed or status in ("error", "cancelled")
                 or (exit_code is not None and exit_code != 0))
-    out.append(Entry(kind=TOOL_RESULT, text=_clip(text), ref=ref, ts=cts, tool=name,
+    out.append(Entry(kind=TOOL_RESULT, text=clip(text), ref=ref, ts=cts, tool=name,
                      action=action, call_id=cid, files=files, is_error=is_error,
                      exit_code=exit_code, message_id=mid))
 
 
 # -- helpers --------------------------------------------------------------------------
 
-def _str(v):
-    return v if isinstance(v, str) and v else None
-
-
-def _clip(text: str) -> str:
-    """At most TEXT_LIMIT characters, never ending inside a word, so no secret is left in part (issue #18)."""
-    from cortex.model import redact
-    return text if len(text) <= TEXT_LIMIT else redact.cut(text, TEXT_LIMIT)
 
 
 def _content_text(content) -> str:
@@ -358,14 +350,14 @@ def _still_running(msg) -> bool:
 
 
 def _fill_meta(meta: SessionMeta, doc: dict, messages: list):
-    meta.session_id = _str(doc.get("sessionId"))
-    meta.started_at = _str(doc.get("startTime"))
+    meta.session_id = str_or_none(doc.get("sessionId"))
+    meta.started_at = str_or_none(doc.get("startTime"))
     if meta.started_at is None:
         for m in messages:
-            if isinstance(m, dict) and _str(m.get("timestamp")):
+            if isinstance(m, dict) and str_or_none(m.get("timestamp")):
                 meta.started_at = m["timestamp"]
                 break
-    meta.title = _str(doc.get("summary"))
+    meta.title = str_or_none(doc.get("summary"))
     project_hash = doc.get("projectHash")
     if isinstance(project_hash, str) and len(project_hash) == 64:
         meta.cwd = _project_root(project_hash, messages)
