@@ -16,15 +16,18 @@ after the current records of its group and its hit says what replaced it (`super
 Episode passages (a turn of a session with its neighbours, episodes/<project>/<session>.md) are
 searched beside the records, by FTS5's bm25() over the same terms, and ranked in the same list:
 
-    record relevance  = bm25 / M          passage relevance = PASSAGE_WEIGHT · bm25p / M
-    M = max(max record bm25, PASSAGE_WEIGHT · max passage bm25)
-    passage score = passage relevance + 0.1·recency(its time)
+    passage relevance = bm25p / max bm25p among the passages read        (0..1]
+    passage score     = passage relevance + 0.1·recency(its time)
 
-and a passage that holds SAME_THING of a record's terms (it says what the record says: most often the
-turn the record was extracted from) ranks right after that record, whatever its score; a passage that
-answers where no record does still comes first.  Every hit carries
-`kind` ("record" or "episode"); `kind=` keeps one of them.  Passages are searched in the project (in
-every project with scope "all"); a type filter keeps records only.
+Records and passages are each scaled by their own best hit, since the two bm25s are computed over
+different documents (short records, long passages) and are not comparable as numbers; beside
+passages a record is scored by what both kinds have (relevance, recency, a pin: `merged_score`).  Two
+rules decide the merged order (`merge_ranking`): a record ranks at least as high as a passage of its own
+session that says what it says (holds SAME_THING of its terms), and a hit whose sessions the records
+above it already come from keeps SEEN_SESSION of its score, so the first places show different
+conversations.  Every hit carries `kind` ("record" or "episode"); `kind=` keeps one of them.
+Passages are searched in the project (in every project with scope "all"); a type filter keeps
+records only.
 
 Recall is a use: each returned record gets the current UTC time appended to its `used` list (which
 raises its activation) and its index row refreshed; an archived record that is returned is restored
@@ -40,14 +43,18 @@ import time
 from cortex.ops import manage
 from cortex.store.index import batches as _batches, descending as _descending
 from cortex.core.errors import CortexError
+from cortex.store.episodes import episode_file
 
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
 COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
            "created", "updated", "times", "tokens", "files", "branch", "path", "sessions")
 KINDS = ("record", "episode")
-PASSAGE_WEIGHT = 0.8
 SAME_THING = 0.6  # a passage holding this share of a record's terms says what the record says
+RECORD_OWN = 0.5  # share of a record's merged relevance that is its own (the rest: its conversation's)
+SEEN_SESSION = 0.4  # a hit of a session a record above it comes from keeps this share of its score
+POOL = 50  # records and passages read for the merge (at least): a record far down can be lifted, a repeated
+           # session's place taken by another
 SNIPPET_CHARS = 110
 
 
@@ -112,22 +119,27 @@ def passage_recency(at: str, now: float, half_life_days: float = 30.0) -> float:
     return 0.5 ** (max(now - t, 0.0) / 86400.0 / half_life_days)
 
 
-def passage_turns(path: str, first: int, last: int) -> list:
-    """The turns first..last of an episode file (empty when it cannot be read)."""
+def _episode_turns(path: str) -> list:
     from cortex.store import episodes
     try:
-        _, turns = episodes.read(path)
+        return episodes.read(path)[1]
     except (OSError, ValueError, UnicodeDecodeError):
         return []
-    return [t for t in turns if first <= t["n"] <= last]
 
 
-def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words) -> dict:
+def passage_turns(path: str, first: int, last: int) -> list:
+    """The turns first..last of an episode file (empty when it cannot be read)."""
+    return [t for t in _episode_turns(path) if first <= t["n"] <= last]
+
+
+def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cache: dict = None) -> dict:
     from cortex.brief import render
     rcy = passage_recency(row["at"], now)
-    from cortex.store.episodes import episode_file
     row = dict(row, path=episode_file(home, row["path"]) or "")
-    turns = passage_turns(row["path"], row["first_turn"], row["last_turn"])
+    if cache is not None and row["path"] not in cache:
+        cache[row["path"]] = _episode_turns(row["path"])
+    turns = [t for t in (cache[row["path"]] if cache is not None else _episode_turns(row["path"]))
+             if row["first_turn"] <= t["n"] <= row["last_turn"]]
     text = "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns)
     anchor = [t for t in turns if t["n"] == row["anchor"]]
     from cortex.store.index import iso_to_epoch
@@ -282,6 +294,70 @@ def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
     return scored[:k]
 
 
+def merged_score(rec: dict, conversation: float = None) -> float:
+    """A record's score beside passages.  Its relevance is scaled by the best record, so the best record
+    always has 1 however weakly it matches; half of it is therefore how well the conversation the
+    record comes from matches (`conversation`, the relevance of its session's best passage, 0 when none
+    holds the query's words; a record of no session counts its own relevance twice).  Then what both
+    kinds have: recency (and a person's pin).  Activation and confidence need a use history and an
+    extraction that passages do not have; they order records among themselves (`--kind record`)."""
+    own = rec["relevance"]
+    conversation = own if conversation is None else conversation
+    return (RECORD_OWN * own + (1 - RECORD_OWN) * conversation + WEIGHTS["recency"] * rec["parts"]["recency"]
+            + (WEIGHTS["pinned"] if rec["parts"]["pinned"] else 0.0))
+
+
+def merge_ranking(records: list, passages: list, passage_text) -> list:
+    """Records and passages in one ranking, best first.
+
+    Each hit has `tier` (lower first); a passage `score` and `session` (its text is `passage_text(hit)`,
+    read only when needed), a record `relevance`, `parts` and `sessions` (see merged_score).  Two rules
+    on top of (tier, -score):
+    - a record ranks at least as high as a passage of its own session that says what it says (holds
+      SAME_THING of its terms): the record is the curated form of what the passage quotes;
+    - a hit whose sessions the records above it already come from keeps SEEN_SESSION of its score: the
+      record is the curated form of that conversation, whose other turns are one `cortex show` away, so
+      the next places go to other conversations unless this one answers far better.  Passages after
+      passages of the same session keep their score: there the details of one long conversation are
+      what is asked for (LoCoMo's questions; docs/benchmarks.md has both measures)."""
+    from cortex.store.terms import tokenize
+    keyed = []
+    by_session = {}
+    for h in passages:
+        keyed.append([h["tier"], -h["score"], h["id"], h])
+        by_session.setdefault(h["session"], []).append(keyed[-1])
+    best_of = {}
+    for h in passages:
+        best_of[h["session"]] = max(best_of.get(h["session"], 0.0), h["relevance"])
+    for rec in records:
+        sess = rec.get("sessions") or ()
+        key = [rec["tier"], -merged_score(rec, max([best_of.get(x, 0.0) for x in sess]) if sess else None),
+               rec["id"], rec]
+        mine = None
+        for sess in rec.get("sessions") or ():
+            for pk in by_session.get(sess, ()):
+                if (pk[0], pk[1]) >= (key[0], key[1]):
+                    continue  # ranks below the record already
+                if mine is None:
+                    mine = set(tokenize(rec["text"]))
+                if mine and len(mine & set(tokenize(passage_text(pk[3])))) >= SAME_THING * len(mine):
+                    key[0], key[1] = pk[0], pk[1] - 1e-9
+        keyed.append(key)
+    keyed.sort(key=lambda x: (x[0], x[1], x[2]))
+    seen, again = set(), False  # the sessions of the records ranked so far
+    for key in keyed:
+        h = key[3]
+        sess = set(h.get("sessions") or ()) if h.get("kind") != "episode" else {h["session"]}
+        if sess and sess <= seen:
+            key[1] *= SEEN_SESSION
+            again = True
+        if h.get("kind") != "episode":
+            seen |= sess
+    if again:
+        keyed.sort(key=lambda x: (x[0], x[1], x[2]))
+    return [key[3] for key in keyed]
+
+
 def _label_superseded(hits: list):
     """With superseded records shown (--all), each says what replaced it."""
     from cortex.store.records import RecordError, read
@@ -351,51 +427,57 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         groups = {2} | ({0} if allowed is None or project["id"] in allowed else set()) | (
             {1} if allowed is None or domain in allowed else set())
         tiers = {g * 2 for g in groups} | ({g * 2 + 1 for g in groups} if include_archived else set())
-        light = _filtered_top(con, scores, k, keep_row, tiers) if scores else []
+        # beside passages, the records' order changes (merged_score), so more of them are read: the
+        # first k of the merge are then the same whatever k is
+        depth = max(k, POOL) if want_passages else k
+        light = _filtered_top(con, scores, depth, keep_row, tiers) if scores else []
         max_bm25 = max(b for _, b, _ in light) if light else 0.0
         if light:
-            keep = _could_reach_top(light, k, max_bm25)
+            keep = _could_reach_top(light, depth, max_bm25)
             days = _active_days(con, [project["id"], domain])
-            best = _best_k(con, [c for c in light if c[2] in keep], k, max_bm25,
+            best = _best_k(con, [c for c in light if c[2] in keep], depth, max_bm25,
                            lambda rec: rank.parts(rec, now, cfg, days))
             rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
         if want_passages:
             from cortex.store.index import passage_scores
             projects = None if allowed is None else ({project["id"]} if project["id"] in allowed else set())
-            found = passage_scores(con, terms, projects, limit=k)
+            found = passage_scores(con, terms, projects, limit=max(POOL, 2 * k))
     finally:
         con.close()
     if not best and not found:
         return out
-    top = max([max_bm25] + [PASSAGE_WEIGHT * b for b, _ in found])
-    scale = max_bm25 / top if top > 0 else 1.0  # the records' relevance in the common scale
     hits = []
     words = re.findall(r"\w+", query)
     for (tier, _, rid), s, p in best:
         rec = rows[rid]
-        rel = s["relevance"] * scale
-        rec.update(bm25=scores[rid], parts=p, tier=tier, **dict(s, relevance=rel, score=s["score"] - s["relevance"] + rel))
+        rec.update(bm25=scores[rid], parts=p, tier=tier, **s)
         hits.append(rec)
-    ranked = [((rec["tier"], -rec["score"], rec["id"]), rec) for rec in hits]
-    rec_terms = None
+    top = max([b for b, _ in found] or [0.0])
+    passages = []
     for b, row in found:
-        h = passage_hit(home, row, b, PASSAGE_WEIGHT * b / top if top > 0 else 0.0, now, words)
-        tier = 0 if row["project"] == project["id"] else 4  # the project's group, else "other" (recall tiers)
-        key = (tier, -h["score"], h["id"])
-        if hits:  # a passage that says what a record says ranks right after that record
-            from cortex.store.terms import tokenize
-            if rec_terms is None:
-                rec_terms = [(rec, set(tokenize(rec["text"]))) for rec in hits]
-            have = set(tokenize(h["text"]))
-            for rec, rt in rec_terms:
-                if rt and len(rt & have) >= SAME_THING * len(rt):
-                    key = max(key, (rec["tier"], -rec["score"] + 1e-9, h["id"]))
-        h["where"] = ("project", "domain", "other")[key[0] // 2]
-        ranked.append((key, h))
-    ranked.sort(key=lambda x: x[0])
-    for _, rec in ranked[:k]:
+        rel = b / top if top > 0 else 0.0
+        passages.append({"kind": "episode", "id": row["id"], "session": row["session"], "row": row, "bm25": b,
+                         "relevance": rel, "score": rel + WEIGHTS["recency"] * passage_recency(row["at"], now),
+                         "tier": 0 if row["project"] == project["id"] else 4})  # the project's group, else "other"
+    episode_cache = {}
+
+    def passage_text(h):
+        row = h["row"]
+        path = episode_file(home, row["path"]) or ""
+        if path not in episode_cache:
+            episode_cache[path] = _episode_turns(path)
+        return "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in episode_cache[path]
+                            if row["first_turn"] <= t["n"] <= row["last_turn"])
+
+    if passages:
+        ranked = merge_ranking(hits, passages, passage_text)
+    else:  # records alone keep the order of their full score (activation and confidence included)
+        ranked = sorted(hits, key=lambda rec: (rec["tier"], -rec["score"], rec["id"]))
+    for rec in ranked[:k]:
         if rec.get("kind") == "episode":
-            out["hits"].append(rec)
+            h = passage_hit(home, rec["row"], rec["bm25"], rec["relevance"], now, words, episode_cache)
+            h["where"] = ("project", "domain", "other")[rec["tier"] // 2]
+            out["hits"].append(h)
             continue
         last = max(rec["times"]) if rec["times"] else 0.0
         p = rec["parts"]
