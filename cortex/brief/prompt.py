@@ -18,17 +18,19 @@ import time
 from cortex.core import config as config_mod
 from cortex.core.home import Home
 
-DECISIONS = ("decision", "rejected")  # the records that settle a question: with one, no passage is needed
 PASSAGE_CHARS = {"user": 200, "assistant": 360}  # what a passage line quotes of the prompt and of the reply
 
 
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
-    """[(record, bm25 score)] best first, excluding what the session-start block shows."""
+    """[(record or passage, bm25 score)] best first, excluding what the session-start block shows and
+    what this session said: the first lines of the order `cortex recall` gives (model.hitorder) that
+    clear their thresholds and fit the budget."""
     from cortex.model import rank
     from cortex.model import scope
-    from cortex.store.index import bm25_scores, connect
+    from cortex.model.hitorder import WEIGHTS, merge_ranking
+    from cortex.store.index import bm25_scores, connect, iso_to_epoch
     from cortex.brief.session_start import COLUMNS, _rows, build
-    from cortex.store.terms import query_terms
+    from cortex.store.terms import query_terms, tokenize
     pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
     terms = query_terms(prompt or "")
     if len(set(terms)) < pcfg["min_terms"] or not os.path.exists(home.index_db):
@@ -40,66 +42,92 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     shown = {r["id"] for r in details["kept"]}
     con = connect(home.index_db, readonly=True)
     try:
-        best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, shown,
-                              pcfg["max_records"] * 4, pcfg["min_score"])
+        # the records the block shows take part in the order too: where one of them ranks, the passage of its
+        # session is printed instead (the block has the rule, the conversation says why), if one clears its bar
+        best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, set(), POOL, pcfg["min_score"])
         recs = {}
         if best:
             cols = ", ".join(COLUMNS)
             marks = ",".join("?" * len(best))
             recs = {r["id"]: r for r in _rows(con, "SELECT %s FROM records WHERE id IN (%s)" % (cols, marks),
                                               [rid for rid, _ in best])}
-        out, tokens = [], 0
-        for rid, s in best:
-            rec = recs.get(rid)
-            if rec is None or float(rec.get("confidence") or 0) < cfg["session_start"]["min_confidence"]:
-                continue
-            if rec["type"] == "plan" and not rank.plan_is_open(rec):
-                continue
-            cost = int(rec.get("tokens") or 0)
-            if tokens + cost > pcfg["max_tokens"] or len(out) >= pcfg["max_records"]:
-                break
-            tokens += cost
-            out.append((rec, s))
-        got = passage_fallback(home, con, terms, project["id"], session_id, pcfg)
+        found = passage_candidates(home, con, terms, project["id"], session_id, pcfg)
     finally:
         con.close()
-    if not got:
-        return out
-    if any(rec["type"] in DECISIONS for rec, _ in out):
-        # a decision record answers, and leads; the best passage follows when it is from another session and
-        # fits the budget: the record may be the wrong rule, the conversation says what was settled and why
-        seen = {str(sess) for rec, _ in out for sess in rec.get("sessions") or ()}
-        if str(got[0][0]["session"]) not in seen and tokens + got[0][0]["tokens"] <= pcfg["max_tokens"]:
-            return out + got
-        return out
-    # no decision record answers: the best earlier passage, first, and the records that still fit
-    tokens = got[0][0]["tokens"]
-    keep = []
-    for rec, s in out:
-        cost = int(rec.get("tokens") or 0)
-        if tokens + cost > pcfg["max_tokens"] or len(keep) + 1 >= pcfg["max_records"]:
+
+    def recency(at):
+        t = iso_to_epoch(at or "")
+        return 0.5 ** (max(now - t, 0.0) / 86400.0 / 30.0) if t else 0.0
+
+    records = []
+    top = max([s for _, s in best] or [0.0])
+    for rid, s in best:
+        rec = recs.get(rid)
+        if rec is None or float(rec.get("confidence") or 0) < cfg["session_start"]["min_confidence"]:
+            continue
+        if rec["type"] == "plan" and not rank.plan_is_open(rec):
+            continue
+        rec.update(kind="record", tier=0, bm25=s, relevance=s / top,
+                   parts={"recency": recency(rec.get("updated")), "pinned": bool(rec.get("pinned"))})
+        records.append(rec)
+    ptop = max([s for s, _ in found] or [0.0])
+    for s, row in found:
+        rel = s / ptop
+        row.update(kind="episode", tier=0, bm25=s, relevance=rel, score=rel + WEIGHTS["recency"] * recency(row["at"]))
+    passages = [row for _, row in found]
+
+    def terms_of(h):
+        if "_terms" not in h:
+            h["_terms"] = set(tokenize(" ".join(t["text"] for t in h["turns_text"]) if h["kind"] == "episode"
+                                       else h["text"]))
+        return h["_terms"]
+
+    out, tokens, n_passages, used = [], 0, 0, set()
+    for h in merge_ranking(records, passages, terms_of):
+        if len(out) >= pcfg["max_records"]:
             break
+        if h["kind"] != "episode" and h["id"] in shown:
+            sess = set(h.get("sessions") or ())
+            h = next((p for p in passages if p["session"] in sess and p["id"] not in used), None)
+            if h is None:
+                continue
+        if h["kind"] == "episode":
+            if h["id"] in used:
+                continue
+            used.add(h["id"])
+            if n_passages >= pcfg["max_passages"]:
+                continue
+            cost = h["tokens"]
+        else:
+            cost = int(h.get("tokens") or 0)
+        if tokens + cost > pcfg["max_tokens"]:
+            continue
         tokens += cost
-        keep.append((rec, s))
-    return got + keep
+        n_passages += h["kind"] == "episode"
+        out.append((h, h["bm25"]))
+    return out
 
 
-def passage_fallback(home, con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
-    """[(passage, score)]: the best passage of an earlier session of this project that clears
-    min_passage_score and holds at least min_terms of the prompt's distinct terms; [] otherwise."""
-    if not pcfg.get("passages", True):
+POOL = 20  # records and passages read for the merge
+
+
+def passage_candidates(home, con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
+    """[(score, passage)]: the best passages of earlier sessions of this project that clear
+    min_passage_score and hold at least min_terms of the prompt's distinct terms, best first."""
+    if not pcfg.get("passages", True) or pcfg.get("max_passages", 1) < 1:
         return []
     from cortex.store.index import passage_scores
     from cortex.store.terms import tokenize
     want = set(terms)
-    for s, row in passage_scores(con, terms, {project_id}, limit=5):
+    out, cache = [], {}
+    for s, row in passage_scores(con, terms, {project_id}, limit=POOL):
         if s < pcfg["min_passage_score"]:
             break
         if session_id and row["session"] == str(session_id):
             continue  # what this session said is in its own context already
         from cortex.store.episodes import episode_file
         row["path"] = episode_file(home, row["path"]) or ""
-        turns = _passage_turns(row)
+        turns = _passage_turns(row, cache)
         if not turns:
             continue
         shared = want & set(tokenize(" ".join(t["text"] for t in turns)))
@@ -110,16 +138,19 @@ def passage_fallback(home, con, terms: list, project_id: str, session_id, pcfg: 
         row["tokens"] = _passage_cost(row)
         if row["tokens"] > pcfg["max_tokens"]:
             continue
-        return [(row, s)]
-    return []
+        out.append((s, row))
+    return out
 
 
-def _passage_turns(row: dict) -> list:
+def _passage_turns(row: dict, cache: dict = None) -> list:
     from cortex.store import episodes
-    try:
-        _, turns = episodes.read(row["path"])
-    except (OSError, ValueError, UnicodeDecodeError):
-        return []
+    cache = {} if cache is None else cache
+    if row["path"] not in cache:
+        try:
+            cache[row["path"]] = episodes.read(row["path"])[1]
+        except (OSError, ValueError, UnicodeDecodeError):
+            cache[row["path"]] = []
+    turns = cache[row["path"]]
     return [t for t in turns if row["first_turn"] <= t["n"] <= row["last_turn"] and t["n"] >= row["anchor"]]
 
 

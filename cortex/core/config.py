@@ -17,11 +17,12 @@ DEFAULTS = {
         "candidates_per_scope": 400,  # how many records per scope the normalizer pre-ranks for session start
     },
     "prompt": {
-        "max_records": 3,           # cortex-prompt prints at most this many records
+        "max_records": 3,           # cortex-prompt prints at most this many lines (records and passages)
+        "max_passages": 1,          # of which at most this many passages
         "max_tokens": 300,          # and at most this many tokens
         "min_score": 4.0,           # BM25 score a record needs to be worth interrupting the prompt
         "min_terms": 2,             # prompts with fewer distinct search terms get nothing
-        "passages": True,           # failing a decision record, the best earlier passage may be printed
+        "passages": True,           # earlier passages may be printed beside the records
         "min_passage_score": 8.0,   # FTS5 bm25 a passage needs (passages are longer: a higher bar)
     },
     "ranking": {

@@ -22,7 +22,7 @@ searched beside the records, by FTS5's bm25() over the same terms, and ranked in
 Records and passages are each scaled by their own best hit, since the two bm25s are computed over
 different documents (short records, long passages) and are not comparable as numbers; beside
 passages a record is scored by what both kinds have (relevance, recency, a pin: `merged_score`).  Two
-rules decide the merged order (`merge_ranking`): a record ranks at least as high as a passage of its own
+rules decide the merged order (`model.hitorder.merge_ranking`): a record ranks at least as high as a passage of its own
 session that says what it says (holds SAME_THING of its terms), and a hit whose sessions the records
 above it already come from keeps SEEN_SESSION of its score, so the first places show different
 conversations.  Every hit carries `kind` ("record" or "episode"); `kind=` keeps one of them.
@@ -44,15 +44,13 @@ from cortex.ops import manage
 from cortex.store.index import batches as _batches, descending as _descending
 from cortex.core.errors import CortexError
 from cortex.store.episodes import episode_file
+from cortex.model.hitorder import merge_ranking
 
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
 COLUMNS = ("id", "scope", "scope_id", "project", "type", "status", "text", "confidence", "pinned", "priority",
            "created", "updated", "times", "tokens", "files", "branch", "path", "sessions")
 KINDS = ("record", "episode")
-SAME_THING = 0.6  # a passage holding this share of a record's terms says what the record says
-RECORD_OWN = 0.5  # share of a record's merged relevance that is its own (the rest: its conversation's)
-SEEN_SESSION = 0.4  # a hit of a session a record above it comes from keeps this share of its score
 POOL = 50  # records and passages read for the merge (at least): a record far down can be lifted, a repeated
            # session's place taken by another
 SNIPPET_CHARS = 110
@@ -294,70 +292,6 @@ def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
     return scored[:k]
 
 
-def merged_score(rec: dict, conversation: float = None) -> float:
-    """A record's score beside passages.  Its relevance is scaled by the best record, so the best record
-    always has 1 however weakly it matches; half of it is therefore how well the conversation the
-    record comes from matches (`conversation`, the relevance of its session's best passage, 0 when none
-    holds the query's words; a record of no session counts its own relevance twice).  Then what both
-    kinds have: recency (and a person's pin).  Activation and confidence need a use history and an
-    extraction that passages do not have; they order records among themselves (`--kind record`)."""
-    own = rec["relevance"]
-    conversation = own if conversation is None else conversation
-    return (RECORD_OWN * own + (1 - RECORD_OWN) * conversation + WEIGHTS["recency"] * rec["parts"]["recency"]
-            + (WEIGHTS["pinned"] if rec["parts"]["pinned"] else 0.0))
-
-
-def merge_ranking(records: list, passages: list, passage_text) -> list:
-    """Records and passages in one ranking, best first.
-
-    Each hit has `tier` (lower first); a passage `score` and `session` (its text is `passage_text(hit)`,
-    read only when needed), a record `relevance`, `parts` and `sessions` (see merged_score).  Two rules
-    on top of (tier, -score):
-    - a record ranks at least as high as a passage of its own session that says what it says (holds
-      SAME_THING of its terms): the record is the curated form of what the passage quotes;
-    - a hit whose sessions the records above it already come from keeps SEEN_SESSION of its score: the
-      record is the curated form of that conversation, whose other turns are one `cortex show` away, so
-      the next places go to other conversations unless this one answers far better.  Passages after
-      passages of the same session keep their score: there the details of one long conversation are
-      what is asked for (LoCoMo's questions; docs/benchmarks.md has both measures)."""
-    from cortex.store.terms import tokenize
-    keyed = []
-    by_session = {}
-    for h in passages:
-        keyed.append([h["tier"], -h["score"], h["id"], h])
-        by_session.setdefault(h["session"], []).append(keyed[-1])
-    best_of = {}
-    for h in passages:
-        best_of[h["session"]] = max(best_of.get(h["session"], 0.0), h["relevance"])
-    for rec in records:
-        sess = rec.get("sessions") or ()
-        key = [rec["tier"], -merged_score(rec, max([best_of.get(x, 0.0) for x in sess]) if sess else None),
-               rec["id"], rec]
-        mine = None
-        for sess in rec.get("sessions") or ():
-            for pk in by_session.get(sess, ()):
-                if (pk[0], pk[1]) >= (key[0], key[1]):
-                    continue  # ranks below the record already
-                if mine is None:
-                    mine = set(tokenize(rec["text"]))
-                if mine and len(mine & set(tokenize(passage_text(pk[3])))) >= SAME_THING * len(mine):
-                    key[0], key[1] = pk[0], pk[1] - 1e-9
-        keyed.append(key)
-    keyed.sort(key=lambda x: (x[0], x[1], x[2]))
-    seen, again = set(), False  # the sessions of the records ranked so far
-    for key in keyed:
-        h = key[3]
-        sess = set(h.get("sessions") or ()) if h.get("kind") != "episode" else {h["session"]}
-        if sess and sess <= seen:
-            key[1] *= SEEN_SESSION
-            again = True
-        if h.get("kind") != "episode":
-            seen |= sess
-    if again:
-        keyed.sort(key=lambda x: (x[0], x[1], x[2]))
-    return [key[3] for key in keyed]
-
-
 def _label_superseded(hits: list):
     """With superseded records shown (--all), each says what replaced it."""
     from cortex.store.records import RecordError, read
@@ -469,8 +403,16 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         return "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in episode_cache[path]
                             if row["first_turn"] <= t["n"] <= row["last_turn"])
 
+    term_sets = {}
+
+    def terms_of(h):
+        if h["id"] not in term_sets:
+            from cortex.store.terms import tokenize
+            term_sets[h["id"]] = set(tokenize(passage_text(h) if h.get("kind") == "episode" else h["text"]))
+        return term_sets[h["id"]]
+
     if passages:
-        ranked = merge_ranking(hits, passages, passage_text)
+        ranked = merge_ranking(hits, passages, terms_of, WEIGHTS)
     else:  # records alone keep the order of their full score (activation and confidence included)
         ranked = sorted(hits, key=lambda rec: (rec["tier"], -rec["score"], rec["id"]))
     for rec in ranked[:k]:

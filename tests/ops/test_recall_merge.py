@@ -1,4 +1,4 @@
-"""Records and passages in one ranking (cortex.ops.recall.merge_ranking and recall end to end).
+"""Records and passages in one ranking (cortex.model.hitorder and recall end to end).
 
 The unit tests build hits by hand; the scripted test writes sessions as Claude Code would and asks
 `recall` what a person would ask."""
@@ -7,6 +7,7 @@ import time
 import pytest
 
 import cortex_testkit as testkit
+from cortex.model.hitorder import merge_ranking
 from cortex.ops import recall as R
 
 
@@ -21,7 +22,7 @@ def psg(pid, score, session, text="", tier=0):
 
 
 def order(records, passages):
-    return [h["id"] for h in R.merge_ranking(records, passages, lambda h: h["text"])]
+    return [h["id"] for h in merge_ranking(records, passages, lambda h: set(h["text"].split()))]
 
 
 def test_a_record_whose_conversation_does_not_hold_the_query_ranks_below_a_passage_that_does():

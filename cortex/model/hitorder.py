@@ -1,0 +1,76 @@
+"""The order of records and passages in one list (`cortex recall`, `cortex-prompt`).  Pure functions.
+
+Records (extracted rules, fixes, notes) and passages (turns of the sessions' episodes) are found by two
+bm25s over different documents, short texts and a few turns, whose numbers are not comparable; each kind
+is scaled by its own best hit.  What puts them in one order is evidence both kinds have: how well the
+conversation a record came from matches, and recency.  docs/commands.md (recall) states the formulas.
+"""
+
+WEIGHTS = {"recency": 0.1, "pinned": 0.1}
+RECORD_OWN = 0.5  # share of a record's merged relevance that is its own (the rest: its conversation's)
+SEEN_SESSION = 0.4  # a hit of a session a record above it comes from keeps this share of its score
+SAME_THING = 0.6  # a passage holding this share of a record's terms says what the record says
+
+
+def merged_score(rec: dict, conversation: float = None, weights: dict = WEIGHTS) -> float:
+    """A record's score beside passages.  Its relevance is scaled by the best record, so the best record
+    always has 1 however weakly it matches; half of it is therefore how well the conversation the
+    record comes from matches (`conversation`, the relevance of its session's best passage, 0 when none
+    holds the query's words; a record of no session counts its own relevance twice).  Then what both
+    kinds have: recency (and a person's pin).  Activation and confidence need a use history and an
+    extraction that passages do not have; they order records among themselves (`--kind record`)."""
+    own = rec["relevance"]
+    conversation = own if conversation is None else conversation
+    return (RECORD_OWN * own + (1 - RECORD_OWN) * conversation + weights["recency"] * rec["parts"]["recency"]
+            + (weights["pinned"] if rec["parts"]["pinned"] else 0.0))
+
+
+def merge_ranking(records: list, passages: list, terms_of, weights: dict = WEIGHTS) -> list:
+    """Records and passages in one ranking, best first.
+
+    Each hit has `tier` (lower first); a passage `score`, `relevance` and `session`, a record
+    `relevance`, `parts` and `sessions` (see merged_score); `terms_of(hit)` is the set of a hit's terms,
+    asked only when needed (a passage's text is read from its episode file).  Two rules
+    on top of (tier, -score):
+    - a record ranks at least as high as a passage of its own session that says what it says (holds
+      SAME_THING of its terms): the record is the curated form of what the passage quotes;
+    - a hit whose sessions the records above it already come from keeps SEEN_SESSION of its score: the
+      record is the curated form of that conversation, whose other turns are one `cortex show` away, so
+      the next places go to other conversations unless this one answers far better.  Passages after
+      passages of the same session keep their score: there the details of one long conversation are
+      what is asked for (LoCoMo's questions; docs/benchmarks.md has both measures)."""
+    keyed = []
+    by_session = {}
+    for h in passages:
+        keyed.append([h["tier"], -h["score"], h["id"], h])
+        by_session.setdefault(h["session"], []).append(keyed[-1])
+    best_of = {}
+    for h in passages:
+        best_of[h["session"]] = max(best_of.get(h["session"], 0.0), h["relevance"])
+    for rec in records:
+        sess = rec.get("sessions") or ()
+        key = [rec["tier"], -merged_score(rec, max([best_of.get(x, 0.0) for x in sess]) if sess else None, weights),
+               rec["id"], rec]
+        mine = None
+        for sess in rec.get("sessions") or ():
+            for pk in by_session.get(sess, ()):
+                if (pk[0], pk[1]) >= (key[0], key[1]):
+                    continue  # ranks below the record already
+                if mine is None:
+                    mine = terms_of(rec)
+                if mine and len(mine & terms_of(pk[3])) >= SAME_THING * len(mine):
+                    key[0], key[1] = pk[0], pk[1] - 1e-9
+        keyed.append(key)
+    keyed.sort(key=lambda x: (x[0], x[1], x[2]))
+    seen, again = set(), False  # the sessions of the records ranked so far
+    for key in keyed:
+        h = key[3]
+        sess = set(h.get("sessions") or ()) if h.get("kind") != "episode" else {h["session"]}
+        if sess and sess <= seen:
+            key[1] *= SEEN_SESSION
+            again = True
+        if h.get("kind") != "episode":
+            seen |= sess
+    if again:
+        keyed.sort(key=lambda x: (x[0], x[1], x[2]))
+    return [key[3] for key in keyed]
