@@ -2,10 +2,12 @@
 consistently, and its evaluation runs end to end through the installed commands beside rank-bm25."""
 import json
 import os
+import re
 import subprocess
 import sys
 
 from cortex.bench.devchats import generate
+from cortex.bench.devchats.generate import bare
 
 from cortex_testkit import REPO, clean_env
 
@@ -40,6 +42,46 @@ def test_labels_name_real_sessions_and_queries_avoid_the_rule_words(tmp_path):
     assert set(decoys) <= sessions and len(decoys) >= 10
 
 
+def test_named_bug_reports_leave_the_chats_and_the_other_queries_as_they_were(tmp_path, monkeypatch):
+    with_named = _corpus(tmp_path, 6, "named")
+    monkeypatch.setattr(generate, "add_named_bug_reports", lambda labels, seed: None)
+    without = _corpus(tmp_path, 6, "without")
+    files = sorted(p.name for p in (without / "transcripts").iterdir())
+    assert files == sorted(p.name for p in (with_named / "transcripts").iterdir())
+    assert all((without / "transcripts" / f).read_bytes() == (with_named / "transcripts" / f).read_bytes() for f in files)
+    old = json.loads((without / "labels.json").read_text())["queries"]
+    new = json.loads((with_named / "labels.json").read_text())["queries"]
+    assert new[:len(old)] == old and {q["kind"] for q in new[len(old):]} == {"bug-named", "amend-bug-named"}
+
+
+_COMMON = {"a", "again", "are", "at", "be", "by", "can", "customer", "from", "i", "in", "is", "it", "s", "the", "up", "with"}
+
+
+def test_named_bug_reports_name_the_subject_and_add_no_word_of_the_rule(tmp_path):
+    from cortex.bench.devchats.specs import RULES
+    labels = json.loads((_corpus(tmp_path, 5, "x") / "labels.json").read_text())
+    spec = {r["key"]: r for r in RULES}
+    by_id = {q["id"]: q for q in labels["queries"]}
+    named = [q for q in labels["queries"] if q["kind"].endswith("-named")]
+    plain = [q for q in labels["queries"] if q["kind"] in ("bug", "amend-bug")]
+    assert len(named) == len(plain) and sorted(q["from"] for q in named) == sorted(q["id"] for q in plain)
+    assert {q["subject_form"] for q in named} == set(generate.NAMED_FORMS)
+    assert len({q["template"] for q in named}) >= 8
+    words = lambda t: set(re.findall(r"[a-z0-9]+", t.lower()))  # noqa: E731
+    for q in named:
+        src, r = by_id[q["from"]], spec[q["rule"]]
+        assert q["kind"] == src["kind"] + "-named" and (q["target"], q["accept"]) == (src["target"], src["accept"])
+        text = q["text"].lower()
+        assert src["text"].lower() in text and q["subject_text"].lower() in text, q
+        assert q["subject_text"].strip("`") in (r["code"], bare(r["code"]), r["prose"], r["file"], r["file"].split("/", 1)[1],
+                                                  "the %s module" % r["file"][:-3].split("/")[-1],
+                                                  r["file"][:-3].replace("/", ".")), q
+        rule_words = words(" ".join([r["rule"], r["proposal"], r["cond"]] +
+                                    ([r["amend"]["new"], r["amend"]["change"]] if r["amend"] else [])))
+        added = words(q["text"]) - words(src["text"]) - words(q["subject_text"])
+        assert added & rule_words <= _COMMON, (q, added & rule_words)
+
+
 def test_the_evaluation_runs_end_to_end_beside_rank_bm25(tmp_path):
     out = tmp_path / "fig.json"
     env = clean_env(None)
@@ -50,4 +92,10 @@ def test_the_evaluation_runs_end_to_end_beside_rank_bm25(tmp_path):
     fig = json.loads(out.read_text())["figures"]
     bug = fig["recall@5 bug"]
     assert bug["bm25"][1] == bug["cortex"][1] > 0  # both scored on the same queries
+    named = fig["recall@5 bug-named"]
+    assert named["bm25"][1] == named["cortex"][1] == bug["cortex"][1]
+    n_old = sum(fig["recall@5 " + k]["cortex"][1] for k in ("bug", "decide", "amend-bug", "amend-decide"))
+    n_named = named["cortex"][1] + fig["recall@5 amend-bug-named"]["cortex"][1]
+    assert fig["recall@5 all"]["cortex"][1] == fig["prompt shows right session"]["cortex"][1] == n_old
+    assert fig["recall@5 all incl. named"]["cortex"][1] == n_old + n_named
 

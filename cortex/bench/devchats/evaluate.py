@@ -23,6 +23,8 @@ from datetime import datetime, timedelta, timezone
 from cortex.bench.devchats import generate
 
 K = 5
+KINDS = ("bug", "decide", "amend-bug", "amend-decide")      # the original query kinds ("recall@5 all")
+NAMED_KINDS = ("bug-named", "amend-bug-named")             # the same symptoms filed against the subject by name
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -239,6 +241,7 @@ def main(argv=None):
                "cortex_rank": rank_of(sess_lists[:K], q["accept"]),
                "cortex_hits": [{"id": h["id"], "type": h["type"], "text": h.get("text", "")[:200], "sessions": sorted(s),
                                 "kinds": sorted({kind_of.get(x, "?") for x in s})} for h, s in hits[:K]]}
+        res.update({key: q[key] for key in ("subject_form", "from") if key in q})
         out = cx.prompt(q["text"], client_dir)
         lines = prompt_lines(out)
         attributed = [attribute_line(t, body, records, chat_tokens) for t, body in lines]
@@ -264,15 +267,23 @@ def main(argv=None):
         rows = list(rows)
         return (sum(1 for r in rows if key(r)), len(rows))
 
+    def recall_row(rows):
+        return {"cortex": share(rows, lambda r: r["cortex_rank"] is not None),
+                "bm25": share(rows, lambda r: r.get("bm25_rank") is not None) if baseline else None}
+
     fig = {}
-    for kind in ("bug", "decide", "amend-bug", "amend-decide"):
-        rows = [r for r in results if r["kind"] == kind]
-        fig["recall@5 " + kind] = {"cortex": share(rows, lambda r: r["cortex_rank"] is not None),
-                                   "bm25": share(rows, lambda r: r.get("bm25_rank") is not None) if baseline else None}
-    fig["recall@5 all"] = {"cortex": share(results, lambda r: r["cortex_rank"] is not None),
-                           "bm25": share(results, lambda r: r.get("bm25_rank") is not None) if baseline else None}
-    fig["prompt shows right session"] = {"cortex": share(results, lambda r: r["prompt_hit"]), "bm25": None}
-    fig["prompt printed anything"] = {"cortex": share(results, lambda r: bool(r["prompt_lines"])), "bm25": None}
+    of_kind = lambda *kinds: [r for r in results if r["kind"] in kinds]  # noqa: E731
+    for kind in KINDS + NAMED_KINDS:
+        fig["recall@5 " + kind] = recall_row(of_kind(kind))
+    old = of_kind(*KINDS)   # "all" and the prompt's totals keep their meaning from before the named kinds
+    fig["recall@5 all"] = recall_row(old)
+    fig["recall@5 all incl. named"] = recall_row(results)
+    fig["prompt shows right session"] = {"cortex": share(old, lambda r: r["prompt_hit"]), "bm25": None}
+    fig["prompt printed anything"] = {"cortex": share(old, lambda r: bool(r["prompt_lines"])), "bm25": None}
+    for kind in ("bug", "bug-named", "amend-bug", "amend-bug-named"):
+        fig["prompt shows right session " + kind] = {"cortex": share(of_kind(kind), lambda r: r["prompt_hit"]),
+                                                     "bm25": None}
+    fig["prompt shows right session incl. named"] = {"cortex": share(results, lambda r: r["prompt_hit"]), "bm25": None}
     am = [r for r in results if r["kind"] == "amend-decide"]
     fig["amendment ranks above superseded"] = {"cortex": share(am, lambda r: r["cortex_amend"]["above"]),
                                                "bm25": share(am, lambda r: r["bm25_amend"]["above"]) if baseline else None}
@@ -287,6 +298,12 @@ def main(argv=None):
     fig["decoy chats with decision/rejected (false)"] = {"cortex": share(decoy_sids, lambda s: has(s, ("decision", "rejected"))), "bm25": None}
     unrel = labels["unrelated"]
     fig["unrelated chats with decision/rejected"] = {"cortex": share(unrel, lambda s: has(s, ("decision", "rejected"))), "bm25": None}
+
+    by_form = {}   # the named kinds by how the report names the subject
+    for form in generate.NAMED_FORMS:
+        rows = [r for r in of_kind(*NAMED_KINDS) if r.get("subject_form") == form]
+        if rows:
+            by_form[form] = dict(recall_row(rows), prompt=share(rows, lambda r: r["prompt_hit"]))
 
     types = {}
     for r in records.values():
@@ -306,6 +323,10 @@ def main(argv=None):
         def cell(x):
             return "-" if x is None else "%3d/%-3d %5.1f%%" % (x[0], x[1], 100.0 * x[0] / x[1] if x[1] else 0)
         print("%-44s %14s %14s" % (name, cell(v["cortex"]), cell(v["bm25"])))
+    if by_form:
+        print("named bug reports by subject form (recall@5 cortex / rank-bm25 / prompt right session): " + "; ".join(
+            "%s %s" % (form, " / ".join("-" if v[x] is None else "%d/%d" % tuple(v[x]) for x in ("cortex", "bm25", "prompt")))
+            for form, v in by_form.items()))
     print("records by type/status: " + ", ".join("%s/%s %d" % (t, s, n) for (t, s), n in sorted(types.items())))
     print("records by chat kind:   " + "; ".join("%s: %s" % (k2, ", ".join("%s %d" % kv for kv in sorted(v.items())))
                                                for k2, v in sorted(per_kind.items())))
@@ -316,7 +337,7 @@ def main(argv=None):
     if a.json:
         with open(a.json, "w", encoding="utf-8") as f:
             json.dump({"seed": a.seed, "chats": len(chats), "root": root if a.keep else None,
-                       "figures": {k2: v for k2, v in fig.items()},
+                       "figures": {k2: v for k2, v in fig.items()}, "named_by_subject_form": by_form,
                        "records_by_type_status": {"%s/%s" % k2: n for k2, n in sorted(types.items())},
                        "records_by_chat_kind": per_kind, "normalize": normalize_runs,
                        "queries": results}, f, indent=1, ensure_ascii=False, sort_keys=True)

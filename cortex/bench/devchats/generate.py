@@ -622,6 +622,97 @@ DECIDE_Q = [
     "what's the rule for {code} again?", "did we ever agree how {prose} should work?", "{prose}: what was the decision?",
 ]
 
+# Bug reports that name the subject (issue #14's "a bug report about one of those functions that never names
+# the rule"): each `bug` / `amend-bug` symptom again, filed the way a developer or a support agent files a bug
+# against a component. {X} is the subject in one of four forms (subject_form), {s} the symptom as written,
+# {S} the symptom capitalised, {n} a ticket number, {is}/{Is}/{strikes} the verb agreeing with a plural prose
+# name ("delivery emails are misbehaving"). The templates add no word of any rule; the flag says
+# whether a short prefix ("prod issue: ") may go in front.
+NAMED_TEMPLATES = [
+    ("Bug in {X}: {s}", True),
+    ("{S} — I think it's {X} again", True),
+    ("Support ticket: {S}. Could be something in {X}?", False),
+    ("{X} {is} misbehaving: {s}", True),
+    ("{S}. Pretty sure the problem is in {X}.", True),
+    ("Can anybody look at {X}? {S}.", True),
+    ("Ticket PW-{n}: {S} (component: {X})", False),
+    ("Reported by ops: {s}. Probably {X}, can you take a look?", False),
+    ("Something's off with {X}. {S}.", True),
+    ("Regression in {X}? {S}.", True),
+    ("Customer complaint, likely {X}: {s}", False),
+    ("{X} {strikes} again: {s}", True),
+    ("{S}. {Is} {X} doing this?", True),
+    ("Looks like a bug in {X}: {s}", True),
+]
+NAMED_PREFIXES = ["prod issue: ", "Prod issue: ", "urgent: ", "P2: ", "From support: ", "Incident: ", "hey, ", "FYI: "]
+NAMED_FORMS = ["code", "prose", "file", "module"]
+
+
+def named_subject(rng, rule):
+    """(form, text): the rule's subject as a bug report names it. code: `assign_courier()` / assign_courier() /
+    assign_courier; prose: "the courier assignment"; file: parcelwise/dispatch/assign.py (or dispatch/assign.py);
+    module: the bare class name (RouteOptimizer), or for a function its module ("the assign module",
+    parcelwise.dispatch.assign)."""
+    form = rng.choice(NAMED_FORMS)
+    code, file = rule["code"], rule["file"]
+    tick = rng.random() < 0.5
+    if form == "code":
+        text = bare(code) if code.endswith("()") and rng.random() < 0.3 else code
+    elif form == "prose":
+        text, tick = rule["prose"], False
+    elif form == "file":
+        text = file if rng.random() < 0.7 else file.split("/", 1)[1]
+    elif not code.endswith("()"):
+        text, tick = code, False
+    else:
+        parts = file[:-3].split("/")
+        text, tick = rng.choice([("the %s module" % parts[-1], False), (".".join(parts), tick)])
+    return form, ("`%s`" % text if tick else text)
+
+
+def named_bug_report(rng, rule, symptom):
+    """One symptom filed against the rule's subject: (text, subject_form, subject_text, template index)."""
+    t = rng.randrange(len(NAMED_TEMPLATES))
+    template, prefixable = NAMED_TEMPLATES[t]
+    form, subject = named_subject(rng, rule)
+    prefix = rng.choice(NAMED_PREFIXES) if prefixable and rng.random() < 0.3 else ""
+    casual = rng.random() < 0.25     # typed in a hurry: lower case, no backticks, no final punctuation
+    n = rng.randint(1200, 9800)
+    if casual:
+        subject = subject.replace("`", "")
+    plural = form == "prose" and subject.endswith("s")   # "damage claims", "the tracking webhooks"
+    text = template.format(X="\0", s=symptom, S=cap(symptom), n=n, strikes="strike" if plural else "strikes",
+                           **{"is": "are" if plural else "is", "Is": "Are" if plural else "Is"})
+    if casual:
+        text = text.lower().rstrip(".?!")
+    if prefix.endswith(", ") and not text.startswith("\0"):
+        text = text[:1].lower() + text[1:]
+    x = subject
+    if text.startswith("\0") and not prefix and not casual and (form == "prose" or subject.startswith("the ")):
+        x = cap(subject)
+    return prefix + text.replace("\0", x, 1), form, subject, t
+
+
+def add_named_bug_reports(labels, seed):
+    """Append a `bug-named` query for each `bug` query and an `amend-bug-named` one for each `amend-bug` query
+    (same target and accept), drawn from their own random stream so the chats and every other query are the
+    bytes they were before these kinds existed."""
+    rng = random.Random("devchats/bug-named/%d" % seed)
+    spec = {r["key"]: r for r in RULES}
+    owner = {("bug", r["key"]): r for r in labels["rules"]}
+    owner.update({("amend-bug", a["key"]): a for a in labels["amendments"]})
+    named = []
+    for q in labels["queries"]:
+        if q["kind"] not in ("bug", "amend-bug"):
+            continue
+        kind = q["kind"] + "-named"
+        text, form, subject, t = named_bug_report(rng, spec[q["rule"]], q["text"])
+        named.append({"id": q["id"].replace("/" + q["kind"], "/" + kind, 1), "kind": kind, "text": text,
+                      "target": q["target"], "accept": list(q["accept"]), "rule": q["rule"], "from": q["id"],
+                      "subject_form": form, "subject_text": subject, "template": t})
+        owner[(q["kind"], q["rule"])]["queries"].setdefault("bug_reports_named", []).append(text)
+    labels["queries"] += named   # after the others, so those run in the same order as before
+
 
 def generate(out_dir, seed=7, chats=180, cwd="/home/dev/%s" % PROJECT, end="2026-06-30"):
     rng = random.Random(seed)
@@ -723,6 +814,7 @@ def generate(out_dir, seed=7, chats=180, cwd="/home/dev/%s" % PROJECT, end="2026
             labels["queries"].append({"id": "%s/amend-bug%d" % (a["key"], i + 1), "kind": "amend-bug", "text": q,
                                       "target": a["session_id"], "accept": [a["session_id"], a["supersedes"]],
                                       "rule": a["key"]})
+    add_named_bug_reports(labels, seed)
     with open(os.path.join(out_dir, "labels.json"), "w", encoding="utf-8") as fh:
         json.dump(labels, fh, ensure_ascii=False, indent=1, sort_keys=True)
         fh.write("\n")
