@@ -21,9 +21,9 @@ DEFAULTS = {
         "max_passages": 1,          # of which at most this many passages
         "max_tokens": 300,          # and at most this many tokens
         "min_score": 4.0,           # BM25 score a record needs to be worth interrupting the prompt
-        "min_terms": 2,             # prompts with fewer distinct search terms get nothing
+        "min_terms": 3,             # prompts with fewer distinct search terms get nothing (small talk)
         "passages": True,           # earlier passages may be printed beside the records
-        "min_passage_score": 8.0,   # FTS5 bm25 a passage needs (passages are longer: a higher bar)
+        "min_passage_score": 6.0,   # FTS5 bm25 a passage needs (passages are longer: a higher bar)
     },
     "ranking": {
         "decay": 0.5,               # ACT-R base-level decay d in ln(sum t_j^-d), t in hours

@@ -126,3 +126,29 @@ def test_best_in_scope_equals_filtering_every_hit(big_home, tmp_path, prompt_tex
     finally:
         con.close()
     assert got == want and (got or min_score > 0)
+
+
+def test_small_talk_with_two_ordinary_words_that_earlier_sessions_used_prints_nothing(tmp_path, monkeypatch):
+    import time as _time
+    import cortex_testkit as testkit
+    home, project, root = testkit.project_env(tmp_path, monkeypatch)
+    t = _time.time() - 5 * 86400
+    testkit.Chat(root, project, "s-earlier", t).turns(
+        ("user", "The import left half the rows behind; continue the migration from the last batch and show "
+                 "me the diff before committing."),
+        ("assistant", "I'd suggest we make the importer continue from the last committed batch, and show the "
+                      "diff of the rows it left behind."),
+        ("user", "yes, do that"),
+    ).stop(home)
+    for i in range(10):  # the rest of the project's history
+        testkit.Chat(root, project, "s-other-%d" % i, t + 3600 * (i + 1)).turns(
+            ("user", "Add type hints to module %d of the billing service and run the linter." % i),
+            ("assistant", "Added the hints; the linter is clean and the tests pass."),
+        ).stop(home)
+    testkit.normalize(home)
+    cfg = config.load(home)
+    for text in ("can you continue where you left off?", "show me the diff"):
+        assert prompt.search(home, text, project, cfg, "s-now") == [], text
+    # a prompt about the work itself still gets the earlier session
+    hits = prompt.search(home, "the importer left rows behind after the migration batch", project, cfg, "s-now")
+    assert hits and any("s-earlier" in (h.get("sessions") or [h.get("session")]) for h, _ in hits)
