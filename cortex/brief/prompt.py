@@ -27,7 +27,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     clear their thresholds and fit the budget."""
     from cortex.model import rank
     from cortex.model import scope
-    from cortex.model.hitorder import WEIGHTS, merge_ranking
+    from cortex.model.hitorder import WEIGHTS, add_session_support, merge_ranking
     from cortex.store.index import bm25_scores, connect, iso_to_epoch
     from cortex.brief.session_start import COLUMNS, _rows, build
     from cortex.store.terms import query_terms, tokenize
@@ -74,7 +74,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     for s, row in found:
         rel = s / ptop
         row.update(kind="episode", tier=0, bm25=s, relevance=rel, score=rel + WEIGHTS["recency"] * recency(row["at"]))
-    passages = [row for _, row in found]
+    passages = add_session_support([row for _, row in found])
 
     def terms_of(h):
         if "_terms" not in h:

@@ -44,7 +44,7 @@ from cortex.ops import manage
 from cortex.store.index import batches as _batches, descending as _descending
 from cortex.core.errors import CortexError
 from cortex.store.episodes import episode_file
-from cortex.model.hitorder import merge_ranking
+from cortex.model.hitorder import add_session_support, merge_ranking
 
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
@@ -393,6 +393,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         passages.append({"kind": "episode", "id": row["id"], "session": row["session"], "row": row, "bm25": b,
                          "relevance": rel, "score": rel + WEIGHTS["recency"] * passage_recency(row["at"], now),
                          "tier": 0 if row["project"] == project["id"] else 4})  # the project's group, else "other"
+    add_session_support(passages)
     episode_cache = {}
 
     def passage_text(h):

@@ -124,3 +124,14 @@ def test_the_first_hits_do_not_depend_on_k(env):
         five = [h["id"] for h in R.recall(home, q, k=5, cwd=project, record_use=False)["hits"]]
         forty = [h["id"] for h in R.recall(home, q, k=40, cwd=project, record_use=False)["hits"]]
         assert forty[:5] == five, q
+
+
+def test_a_conversation_that_holds_the_words_in_several_places_beats_a_single_turn():
+    from cortex.model.hitorder import add_session_support
+    lone = psg("s-lone:7", 1.0, "s-lone")
+    many = [psg("s-many:2", 0.9, "s-many"), psg("s-many:5", 0.6, "s-many"), psg("s-many:9", 0.5, "s-many")]
+    ranked = order([], add_session_support([lone] + many))
+    assert ranked[0] == "s-many:2"
+    # support counts the three best others only, and never the passage itself
+    solo = add_session_support([psg("x:1", 0.7, "x")])
+    assert solo[0]["score"] == 0.7
