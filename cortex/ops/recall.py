@@ -130,6 +130,16 @@ def passage_turns(path: str, first: int, last: int) -> list:
     return [t for t in _episode_turns(path) if first <= t["n"] <= last]
 
 
+def _telling_turn(turns: list, anchor: list, words) -> str:
+    """The text of the passage's turn that holds the most query words (the anchor on a tie): a terse
+    prompt ("yes exactly") says less than the reply that holds what was asked."""
+    if not turns:
+        return ""
+    low = [w.lower() for w in words if len(w) >= 3]
+    best = max(turns, key=lambda t: (sum(w in t["text"].lower() for w in low), t in anchor))
+    return best["text"]
+
+
 def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cache: dict = None) -> dict:
     from cortex.brief import render
     rcy = passage_recency(row["at"], now)
@@ -147,7 +157,7 @@ def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cac
             "client": row["client"], "path": row["path"], "turns": [row["first_turn"], row["last_turn"]],
             "anchor": row["anchor"], "age": render.age(t, now) if t else None,
             "score": round(rel + WEIGHTS["recency"] * rcy, 4), "bm25": round(bm25, 4), "relevance": round(rel, 4),
-            "recency": round(rcy, 4), "snippet": snippet(anchor[0]["text"] if anchor else text, words),
+            "recency": round(rcy, 4), "snippet": snippet(_telling_turn(turns, anchor, words), words),
             "text": text}
 
 
