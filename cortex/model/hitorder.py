@@ -14,19 +14,26 @@ SESSION_SUPPORT = 0.15  # a passage gains this share of the relevance of its ses
 
 
 def add_session_support(passages: list) -> list:
-    """Raise each passage's `score` by SESSION_SUPPORT times the summed relevance of the (up to) three best
-    other passages of its session among those found: a conversation that holds the query's words in
-    several places is more likely the one asked about than a single turn that shares a few of them.
-    Measured in docs/benchmarks.md (LoCoMo R@10 +1.0; developer chats: right session first +3 points)."""
+    """Raise each passage's relevance by SESSION_SUPPORT times the summed relevance of the (up to) three
+    best other passages of its session among those found, then scale again so the best has 1 (as a
+    record's best does): a conversation that holds the query's words in several places is more likely
+    the one asked about than a single turn that shares a few of them.  Measured in docs/benchmarks.md
+    (LoCoMo R@10 +1.0; developer chats: right session first +3 points)."""
     by = {}
     for h in passages:
         by.setdefault(h["session"], []).append(h["relevance"])
     for rels in by.values():
         rels.sort(reverse=True)
+    raised = []
     for h in passages:
         rels = list(by[h["session"]])
         rels.remove(h["relevance"])
-        h["score"] += SESSION_SUPPORT * sum(rels[:3])
+        raised.append(h["relevance"] + SESSION_SUPPORT * sum(rels[:3]))
+    top = max(raised or [0.0])
+    for h, r in zip(passages, raised):
+        rel = r / top if top > 0 else 0.0
+        h["score"] += rel - h["relevance"]
+        h["relevance"] = rel
     return passages
 
 

@@ -133,5 +133,5 @@ def test_a_conversation_that_holds_the_words_in_several_places_beats_a_single_tu
     ranked = order([], add_session_support([lone] + many))
     assert ranked[0] == "s-many:2"
     # support counts the three best others only, and never the passage itself
-    solo = add_session_support([psg("x:1", 0.7, "x")])
-    assert solo[0]["score"] == 0.7
+    solo = add_session_support([psg("x:1", 0.7, "x"), psg("y:1", 1.0, "y")])
+    assert [round(h["score"], 6) for h in solo] == [0.7, 1.0]
