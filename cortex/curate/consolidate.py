@@ -61,6 +61,17 @@ def terms(text: str) -> frozenset:
     return frozenset(tokenize(text))
 
 
+# Types whose `files` are the context they were settled in (what the exchange read or changed), not what they
+# say: the same rule stated in two sessions that read other files is still the same rule.
+FILES_ARE_CONTEXT = ("decision", "rejected")
+
+
+def record_terms(rtype: str, text: str, files=()) -> frozenset:
+    """What near-duplicates are compared on: the type, the text and, where they are part of what the record
+    says (a fix's changed files), its files."""
+    return terms("%s %s %s" % (rtype, text, "" if rtype in FILES_ARE_CONTEXT else " ".join(files or ())))
+
+
 def dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -174,7 +185,7 @@ class Consolidator:
                     continue
                 kept += 1
                 if rid not in out:
-                    out[rid] = terms("%s %s %s" % (row[0], row[1], " ".join(json.loads(row[2] or "[]"))))
+                    out[rid] = record_terms(row[0], row[1], json.loads(row[2] or "[]"))
         finally:
             con.close()
         return out
@@ -183,7 +194,7 @@ class Consolidator:
         """(id to merge into or None, ids to link) for a candidate about to be written."""
         if cand["type"] not in MERGEABLE or cand.get("key"):
             return None, []
-        toks = terms("%s %s %s" % (cand["type"], cand["text"], " ".join(cand.get("files") or ())))
+        toks = record_terms(cand["type"], cand["text"], cand.get("files"))
         best_id, best, related = None, 0.0, []
         for rid, other in sorted(self._neighbours(cand["scope_id"], cand["type"], toks).items()):
             sim = dice(toks, other)
@@ -203,7 +214,7 @@ class Consolidator:
 
     def written(self, rec: dict):
         key = (rec["scope_id"], rec["type"])
-        toks = terms("%s %s %s" % (rec["type"], rec["text"], " ".join(rec.get("files") or ())))
+        toks = record_terms(rec["type"], rec["text"], rec.get("files"))
         self.fresh.setdefault(key, {})[rec["id"]] = toks
         postings = self.fresh_postings.setdefault(key, {})
         for t in toks:  # a record rewritten with other words keeps its old entries: one more candidate, no harm
@@ -478,7 +489,7 @@ def _consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
     for rid, scope_id, rtype, text, files, times, created, updated in rows:
         if rtype in MERGEABLE:
             buckets.setdefault((scope_id, rtype), []).append(
-                (rid, terms("%s %s %s" % (rtype, text, " ".join(json.loads(files or "[]")))),
+                (rid, record_terms(rtype, text, json.loads(files or "[]")),
                  len(json.loads(times or "[]")), created or ""))
         elif rtype in LATEST_WINS:
             # the newest first: a negated sort key of the update time does the job of "seen most"
