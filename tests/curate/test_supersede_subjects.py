@@ -16,6 +16,7 @@ import pytest
 import cortex_testkit as testkit
 
 from cortex.curate import subjects as S
+from cortex.ingest.decisions import summary_of
 from cortex.store.records import iter_paths, read
 
 T0 = time.time() - 60 * 86400
@@ -150,3 +151,12 @@ def test_instead_of_a_value_for_one_function_leaves_another_functions_rule_alone
     c.stop(home, run=True)
     assert one(home, "Use npm for")["status"] == "superseded"
 
+
+def test_a_restatement_that_says_it_replaces_the_earlier_rule_keeps_those_words():
+    said = summary_of("Okay. This replaces the earlier rule (coupons stacked freely). New rule: at most one "
+                      "coupon per order, and never on gift cards.")
+    assert said == "At most one coupon per order, and never on gift cards (this replaces the earlier rule)."
+    said = summary_of("Right, so the old behaviour (we logged every request body) is superseded. Going forward: "
+                      "request bodies are logged only for 5xx responses, and truncated to 2 KB.")
+    assert said.startswith("Request bodies are logged only for 5xx") and "replaces the earlier rule" in said
+    assert summary_of("Going forward: I'll keep the answers short.") is None  # no earlier rule named
