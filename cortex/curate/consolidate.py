@@ -17,6 +17,7 @@ from cortex.store.index import connect, iso_to_epoch
 
 PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
 PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
+AMEND_PROBE = 32       # earlier rules an amendment compares, at most, among those naming its subject otherwise
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
 # One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
 # near-identical ones (three sessions that each asked "run the test suite and fix failures") and keeps the
@@ -245,13 +246,21 @@ class Consolidator:
         con = self._con()
         if con is not None:
             try:
-                first, *rest = sorted(subject_terms)
+                qs = sorted(subject_terms)
+                df = dict(con.execute("SELECT term, df FROM terms WHERE term IN (%s)" % ",".join("?" * len(qs)), qs))
+                # looked up by the rarest term (subject words such as "stock" are common), the rest checked
+                first, *rest = sorted(qs, key=lambda t: (df.get(t, 0), t))
                 rows = con.execute("SELECT p.id FROM postings p JOIN records r ON r.id=p.id WHERE p.term=? AND "
                                    "r.scope_id=? AND r.type=? AND r.status='active'", (first, scope_id, rtype))
-                for (rid,) in rows.fetchall():
-                    have = {t for (t,) in con.execute("SELECT term FROM postings WHERE id=?", (rid,))}
-                    if set(rest) <= have:
-                        found.add(rid)
+                ids = sorted({rid for (rid,) in rows.fetchall()})
+                for i in range(0, len(ids), 500):
+                    part = ids[i:i + 500]
+                    if not rest:
+                        found.update(part)
+                        continue
+                    found.update(rid for (rid,) in con.execute(
+                        "SELECT id FROM postings WHERE id IN (%s) AND term IN (%s) GROUP BY id HAVING COUNT(DISTINCT "
+                        "term)=?" % (",".join("?" * len(part)), ",".join("?" * len(rest))), part + rest + [len(rest)]))
             finally:
                 con.close()
         return sorted(found - {exclude})
@@ -353,8 +362,9 @@ class Consolidator:
             return sorted(scored)
         # an amendment also finds the earlier rule on its subject when that rule names it otherwise: in words
         # (`reserve_stock()` ~ "the stock reservation") or by the file both were settled over
-        for rid in sorted(set(self._word_matches(rec, idents[:3])) | set(self._file_matches(rec, my_files))):
-            other = self._earlier(rid, rec) if rid not in scored else None
+        found = set(self._word_matches(rec, idents[:3])) | set(self._file_matches(rec, my_files))
+        for rid in self._closest(rec, sorted(found - set(scored)), AMEND_PROBE):
+            other = self._earlier(rid, rec)
             if other is None:
                 continue
             theirs = [i for i in subjects(other["text"]) if not is_path(i)]
@@ -377,6 +387,30 @@ class Consolidator:
             return []
         return sorted(rid for rid, sc in scored.items() if sc == best)
 
+    def _closest(self, rec, ids, n) -> list:
+        """The n of `ids` sharing the most index terms with `rec` (all of them when there are no more): the
+        cost of comparing stays flat when a subject's words or a file are common in a large home."""
+        if len(ids) <= n:
+            return ids
+        mine = sorted(terms(rec["text"]))
+        shared = {}
+        fresh = self.fresh.get((rec["scope_id"], "decision"), {})
+        for rid in ids:
+            if rid in fresh:
+                shared[rid] = len(fresh[rid] & frozenset(mine))
+        con = self._con()
+        if con is not None and mine:
+            try:
+                rest = [rid for rid in ids if rid not in shared]
+                for i in range(0, len(rest), 500):
+                    part = rest[i:i + 500]
+                    shared.update(con.execute(
+                        "SELECT id, COUNT(*) FROM postings WHERE id IN (%s) AND term IN (%s) GROUP BY id"
+                        % (",".join("?" * len(part)), ",".join("?" * len(mine))), part + mine))
+            finally:
+                con.close()
+        return sorted(sorted(ids, key=lambda rid: (-shared.get(rid, 0), rid))[:n])
+
     def _word_matches(self, rec, idents) -> list:
         """Active decisions of the scope whose text names one of `idents` in words (`names_words`)."""
         from cortex.curate.subjects import ident_words
@@ -397,9 +431,14 @@ class Consolidator:
             return []
         found = set()
 
+        names = {os.path.basename(p.replace("\\", "/").rstrip("/")).lower() for p in paths}
+
         def hit(files, text):
-            theirs = list(files or ()) + named_files(text or "")
-            return any(same_file(p, f) for p in paths for f in theirs)
+            if any(same_file(p, f) for p in paths for f in files or ()):
+                return True
+            low = (text or "").lower()
+            return any(n and n in low for n in names) and any(same_file(p, f) for p in paths
+                                                             for f in named_files(text or ""))
         for rid, (files, text) in self.fresh_files.get((rec["scope_id"], "decision"), {}).items():
             if hit(files, text):
                 found.add(rid)
