@@ -163,8 +163,8 @@ REPLACES_EARLIER_RE = re.compile(
     r"decision|policy|behaviou?r|approach)\b.{0,300}?\b(?:is|was)\s+(?:now\s+)?(?:superseded|replaced|obsolete|"
     r"void|gone|dropped|retired)\b", re.I | re.S)
 # ... and then states the new rule after a lead that says it holds from now on
-FROM_NOW_RE = re.compile(r"\s*(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|henceforth)\s*[:—–]\s*(?P<body>.+)",
-                         re.I)
+FROM_NOW_RE = re.compile(r"\s*(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|henceforth)\s*[:—–]\s*"
+                         r"(?P<body>.+)", re.I)
 REPLACED_MARK = " (this replaces the earlier rule)."
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)

@@ -531,7 +531,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     st.update(state or {})
     edited, failures = list(st["edited"]), dict(st["failures"])
     # the files the conversation's exchanges read or changed, by user turn: a decision keeps those of its own
-    turn, touched, proposal_turn = int(st.get("turn") or 0), [list(t) for t in st.get("touched") or []], st.get("proposal_turn")
+    turn, proposal_turn = int(st.get("turn") or 0), st.get("proposal_turn")
+    touched = [list(t) for t in st.get("touched") or []]
     dfiles = {k: list(v) for k, v in (st.get("dfiles") or {}).items()}
     out = []
     calls = {}
