@@ -17,6 +17,7 @@ from cortex.store.index import connect, iso_to_epoch
 
 PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
 PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
+AMEND_PROBE = 32       # earlier rules an amendment compares, at most, among those naming its subject otherwise
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
 # One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
 # near-identical ones (three sessions that each asked "run the test suite and fix failures") and keeps the
@@ -61,6 +62,17 @@ def terms(text: str) -> frozenset:
     return frozenset(tokenize(text))
 
 
+# Types whose `files` are the context they were settled in (what the exchange read or changed), not what they
+# say: the same rule stated in two sessions that read other files is still the same rule.
+FILES_ARE_CONTEXT = ("decision", "rejected")
+
+
+def record_terms(rtype: str, text: str, files=()) -> frozenset:
+    """What near-duplicates are compared on: the type, the text and, where they are part of what the record
+    says (a fix's changed files), its files."""
+    return terms("%s %s %s" % (rtype, text, "" if rtype in FILES_ARE_CONTEXT else " ".join(files or ())))
+
+
 def dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -74,13 +86,20 @@ def switch_subject(text: str):
 def switch_parts(text: str):
     """(old, new or None, what was switched or None): "switched the public API from REST to GraphQL"
     gives (REST, GraphQL, the public API)."""
-    for pat in SWITCH_PATTERNS:
+    return _switch(text)[:3]
+
+
+def _switch(text: str):
+    """switch_parts, and whether only "instead of X" / "rather than X" says it (X may then be a value or
+    a course of action as well as a tool: "monthly instead of weekly", "serve the last price rather than
+    wait")."""
+    for i, pat in enumerate(SWITCH_PATTERNS):
         m = pat.search(text)
         if m:
             g = m.groupdict()
             return (m.group("old").strip(), (g.get("new") or "").strip() or None,
-                    (g.get("subject") or "").strip() or None)
-    return None, None, None
+                    (g.get("subject") or "").strip() or None, i == len(SWITCH_PATTERNS) - 1)
+    return None, None, None, False
 
 
 def values(text: str) -> frozenset:
@@ -110,6 +129,7 @@ class Consolidator:
         self.mem = settings(cfg)
         self.fresh = {}   # (scope_id, type) -> {id: terms}, records written or seen in this run
         self.fresh_postings = {}  # (scope_id, type) -> {term: set of ids}: the same records by term
+        self.fresh_files = {}  # (scope_id, type) -> {id: (files, text)}: the same records' files
 
     def _con(self):
         if not os.path.exists(self.home.index_db):
@@ -174,7 +194,7 @@ class Consolidator:
                     continue
                 kept += 1
                 if rid not in out:
-                    out[rid] = terms("%s %s %s" % (row[0], row[1], " ".join(json.loads(row[2] or "[]"))))
+                    out[rid] = record_terms(row[0], row[1], json.loads(row[2] or "[]"))
         finally:
             con.close()
         return out
@@ -183,7 +203,7 @@ class Consolidator:
         """(id to merge into or None, ids to link) for a candidate about to be written."""
         if cand["type"] not in MERGEABLE or cand.get("key"):
             return None, []
-        toks = terms("%s %s %s" % (cand["type"], cand["text"], " ".join(cand.get("files") or ())))
+        toks = record_terms(cand["type"], cand["text"], cand.get("files"))
         best_id, best, related = None, 0.0, []
         for rid, other in sorted(self._neighbours(cand["scope_id"], cand["type"], toks).items()):
             sim = dice(toks, other)
@@ -203,8 +223,9 @@ class Consolidator:
 
     def written(self, rec: dict):
         key = (rec["scope_id"], rec["type"])
-        toks = terms("%s %s %s" % (rec["type"], rec["text"], " ".join(rec.get("files") or ())))
+        toks = record_terms(rec["type"], rec["text"], rec.get("files"))
         self.fresh.setdefault(key, {})[rec["id"]] = toks
+        self.fresh_files.setdefault(key, {})[rec["id"]] = (list(rec.get("files") or ()), rec["text"])
         postings = self.fresh_postings.setdefault(key, {})
         for t in toks:  # a record rewritten with other words keeps its old entries: one more candidate, no harm
             postings.setdefault(t, set()).add(rec["id"])
@@ -225,13 +246,21 @@ class Consolidator:
         con = self._con()
         if con is not None:
             try:
-                first, *rest = sorted(subject_terms)
+                qs = sorted(subject_terms)
+                df = dict(con.execute("SELECT term, df FROM terms WHERE term IN (%s)" % ",".join("?" * len(qs)), qs))
+                # looked up by the rarest term (subject words such as "stock" are common), the rest checked
+                first, *rest = sorted(qs, key=lambda t: (df.get(t, 0), t))
                 rows = con.execute("SELECT p.id FROM postings p JOIN records r ON r.id=p.id WHERE p.term=? AND "
                                    "r.scope_id=? AND r.type=? AND r.status='active'", (first, scope_id, rtype))
-                for (rid,) in rows.fetchall():
-                    have = {t for (t,) in con.execute("SELECT term FROM postings WHERE id=?", (rid,))}
-                    if set(rest) <= have:
-                        found.add(rid)
+                ids = sorted({rid for (rid,) in rows.fetchall()})
+                for i in range(0, len(ids), 500):
+                    part = ids[i:i + 500]
+                    if not rest:
+                        found.update(part)
+                        continue
+                    found.update(rid for (rid,) in con.execute(
+                        "SELECT id FROM postings WHERE id IN (%s) AND term IN (%s) GROUP BY id HAVING COUNT(DISTINCT "
+                        "term)=?" % (",".join("?" * len(part)), ",".join("?" * len(rest))), part + rest + [len(rest)]))
             finally:
                 con.close()
         return sorted(found - {exclude})
@@ -244,7 +273,12 @@ class Consolidator:
         - a rule on a subject (a code identifier it names) retires the earlier rule on that subject it
           updates: any earlier one close in wording when it says so ("amendment to", "replaces the
           earlier rule", "from now on", "we no longer", ...), otherwise the earlier ones worded alike
-          (`memory.link_threshold`) that set different values (numbers, always/never/only/except...)."""
+          (`memory.link_threshold`) that set different values (numbers, always/never/only/except...);
+        - a rule that says it updates one also finds the earlier rule on its subject through the subject's
+          words (`reserve_stock()` ~ "stock reservation") or a file both were settled over or name; such a
+          rule must be close enough in wording (`memory.amend_min_similarity`), and one that names another
+          function must be worded alike (`memory.link_threshold`).
+        Only decisions of the same scope are looked at."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
         retired = self._switch_targets(rec) + self._subject_targets(rec)
@@ -262,9 +296,11 @@ class Consolidator:
         return other
 
     def _switch_targets(self, rec) -> list:
-        old, new, what = switch_parts(rec["text"])
+        from cortex.curate.subjects import subjects
+        old, new, what, weak = _switch(rec["text"])
         if not old:
             return []
+        idents = subjects(rec["text"]) if weak else []
         old_t = terms(old)
         new_t = terms(new) if new else frozenset()
         what_t = terms(what) if what else frozenset()
@@ -280,19 +316,36 @@ class Consolidator:
                 continue
             if what_t and not what_t & other_t:
                 continue  # X was dropped for something else than what this decision is about
+            if weak and (idents or subjects(other["text"])) and not self._same_subject(rec, idents, other):
+                continue  # "monthly instead of weekly" for one function says nothing of another's "weekly"
             out.append(rid)
         return out
 
+    def _same_subject(self, rec, idents, other) -> bool:
+        """Whether an earlier decision is on a subject `rec` names: a code name either names (as written or
+        in words) or a file of both (settled over, or named)."""
+        from cortex.curate.subjects import is_path, named_files, names_words, same_file, subject_terms, subjects
+        mine, theirs_t = terms(rec["text"]), terms(other["text"])
+        theirs = subjects(other["text"])
+        if any(subject_terms(i) <= theirs_t or names_words(i, theirs_t) for i in idents if not is_path(i)):
+            return True
+        if any(subject_terms(i) <= mine or names_words(i, mine) for i in theirs if not is_path(i)):
+            return True
+        my_files = list(rec.get("files") or ()) + named_files(rec["text"])
+        their_files = list(other.get("files") or ()) + named_files(other["text"])
+        return any(same_file(a, b) for a in my_files for b in their_files)
+
     def _subject_targets(self, rec) -> list:
-        from cortex.curate.subjects import subject_terms, subjects
+        from cortex.curate.subjects import is_path, named_files, names_words, subject_terms, subjects
         idents = subjects(rec["text"])
-        if not idents:
-            return []
         amend = says_it_updates(rec["text"])
+        my_files = list(rec.get("files") or ()) + named_files(rec["text"])
+        if not idents and not (amend and my_files):
+            return []
         mine = terms(rec["text"])
         my_values = values(rec["text"])
         subject_t = frozenset(t for ident in idents for t in terms(ident))
-        scored = {}
+        scored, named = {}, set()
         for ident in idents[:3]:
             key = subject_terms(ident)
             for rid in self._subject_matches(rec["scope_id"], "decision", key, rec["id"]):
@@ -302,17 +355,107 @@ class Consolidator:
                 sim = dice(mine, terms(other["text"]))
                 if amend:
                     scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
+                    named.add(rid)
                 elif sim >= self.mem["link_threshold"] and values(other["text"]) != my_values:
                     scored[rid] = sim
-        if not amend or len(scored) <= 1:
+        if not amend:
+            return sorted(scored)
+        # an amendment also finds the earlier rule on its subject when that rule names it otherwise: in words
+        # (`reserve_stock()` ~ "the stock reservation") or by the file both were settled over
+        found = set(self._word_matches(rec, idents[:3])) | set(self._file_matches(rec, my_files))
+        for rid in self._closest(rec, sorted(found - set(scored)), AMEND_PROBE):
+            other = self._earlier(rid, rec)
+            if other is None:
+                continue
+            theirs = [i for i in subjects(other["text"]) if not is_path(i)]
+            if theirs and not any(subject_terms(i) <= mine or names_words(i, mine) for i in theirs):
+                # it names another function (of the same file, most often): the same rule only when worded
+                # alike apart from the names
+                names_t = subject_t | frozenset(t for i in theirs for t in terms(i))
+                if dice(mine - names_t, terms(other["text"]) - names_t) < self.mem["link_threshold"]:
+                    continue
+            sc = self._amend_score(rec["text"], other["text"], subject_t)
+            if sc >= self.mem["amend_min_similarity"]:
+                scored[rid] = sc
+        if len(scored) <= 1 and set(scored) <= named:
             return sorted(scored)
         # several earlier rules on the subject: the amendment updates the one about the same thing
         # (closest wording apart from the subject's name, and setting a value of the same kind);
         # another rule on the same function stays
-        best = max(scored.values())
+        best = max(scored.values()) if scored else 0.0
         if best < self.mem["amend_min_similarity"]:
             return []
         return sorted(rid for rid, sc in scored.items() if sc == best)
+
+    def _closest(self, rec, ids, n) -> list:
+        """The n of `ids` sharing the most index terms with `rec` (all of them when there are no more): the
+        cost of comparing stays flat when a subject's words or a file are common in a large home."""
+        if len(ids) <= n:
+            return ids
+        mine = sorted(terms(rec["text"]))
+        shared = {}
+        fresh = self.fresh.get((rec["scope_id"], "decision"), {})
+        for rid in ids:
+            if rid in fresh:
+                shared[rid] = len(fresh[rid] & frozenset(mine))
+        con = self._con()
+        if con is not None and mine:
+            try:
+                rest = [rid for rid in ids if rid not in shared]
+                for i in range(0, len(rest), 500):
+                    part = rest[i:i + 500]
+                    shared.update(con.execute(
+                        "SELECT id, COUNT(*) FROM postings WHERE id IN (%s) AND term IN (%s) GROUP BY id"
+                        % (",".join("?" * len(part)), ",".join("?" * len(mine))), part + mine))
+            finally:
+                con.close()
+        return sorted(sorted(ids, key=lambda rid: (-shared.get(rid, 0), rid))[:n])
+
+    def _word_matches(self, rec, idents) -> list:
+        """Active decisions of the scope whose text names one of `idents` in words (`names_words`)."""
+        from cortex.curate.subjects import ident_words
+        found = set()
+        for ident in idents:
+            words = sorted(ident_words(ident))
+            sets = [frozenset(words)] if len(words) < 3 else [frozenset(words[:i] + words[i + 1:])
+                                                              for i in range(len(words))]
+            for ws in sets:
+                found.update(self._subject_matches(rec["scope_id"], "decision", ws, rec["id"]))
+        return sorted(found)
+
+    def _file_matches(self, rec, paths) -> list:
+        """Active decisions of the scope settled over one of `paths` or naming it (`same_file`)."""
+        from cortex.curate.subjects import named_files, same_file
+        from cortex.store.terms import tokenize
+        if not paths:
+            return []
+        found = set()
+
+        names = {os.path.basename(p.replace("\\", "/").rstrip("/")).lower() for p in paths}
+
+        def hit(files, text):
+            if any(same_file(p, f) for p in paths for f in files or ()):
+                return True
+            low = (text or "").lower()
+            return any(n and n in low for n in names) and any(same_file(p, f) for p in paths
+                                                             for f in named_files(text or ""))
+        for rid, (files, text) in self.fresh_files.get((rec["scope_id"], "decision"), {}).items():
+            if hit(files, text):
+                found.add(rid)
+        con = self._con()
+        if con is not None:
+            try:
+                keys = sorted({(tokenize(os.path.basename(p.rstrip("/\\"))) or [""])[0] for p in paths} - {""})
+                for key in keys:
+                    rows = con.execute("SELECT r.id, r.files, r.text FROM postings p JOIN records r ON r.id=p.id "
+                                       "WHERE p.term=? AND r.scope_id=? AND r.type='decision' AND r.status='active'",
+                                       (key, rec["scope_id"])).fetchall()
+                    for rid, files, text in rows:
+                        if hit(json.loads(files or "[]"), text):
+                            found.add(rid)
+            finally:
+                con.close()
+        return sorted(found - {rec["id"]})
 
     @staticmethod
     def _amend_score(new: str, old: str, subject_t: frozenset) -> float:
@@ -478,7 +621,7 @@ def _consolidate_groups(home, store, cfg: dict, dry_run: bool = False) -> list:
     for rid, scope_id, rtype, text, files, times, created, updated in rows:
         if rtype in MERGEABLE:
             buckets.setdefault((scope_id, rtype), []).append(
-                (rid, terms("%s %s %s" % (rtype, text, " ".join(json.loads(files or "[]")))),
+                (rid, record_terms(rtype, text, json.loads(files or "[]")),
                  len(json.loads(times or "[]")), created or ""))
         elif rtype in LATEST_WINS:
             # the newest first: a negated sort key of the update time does the job of "seen most"

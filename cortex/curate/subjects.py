@@ -68,3 +68,45 @@ def subject_terms(ident: str) -> frozenset:
     if len(toks) > 1 and (re.search(r"[_/.]|[a-z][A-Z]", ident)):
         return frozenset(toks[:1])
     return frozenset(toks)
+
+
+def is_path(ident: str) -> bool:
+    """Whether an identifier `subjects` found is a file or folder path rather than a name in the code."""
+    return bool(PATH_RE.fullmatch(ident.strip("`"))) and ("/" in ident or "." in ident) and not ident.endswith("()")
+
+
+def named_files(text: str) -> list:
+    """The file paths a text names (`parcelwise/billing/invoice.py`, `invoice.py`), in order."""
+    return [i for i in subjects(text) if is_path(i)]
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two names of one file: equal, or one ends with the other at a folder boundary
+    (`/srv/app/billing/invoice.py`, `billing/invoice.py` and `invoice.py` are one file in one project)."""
+    a, b = a.replace("\\", "/").strip("/").lower(), b.replace("\\", "/").strip("/").lower()
+    if not a or not b:
+        return False
+    if len(a) < len(b):
+        a, b = b, a
+    return a == b or a.endswith("/" + b)
+
+
+def ident_words(ident: str) -> frozenset:
+    """A code name as the words it is made of, stemmed as the index stems them: `reserve_stock()` ->
+    {reserv, stock}, `TrackingWebhookDispatcher` -> {track, webhook, dispatch}; so prose that names the
+    same thing ("the stock reservation") can be recognised.  Empty for paths and one-word names."""
+    from cortex.store.terms import tokenize
+    if is_path(ident):
+        return frozenset()
+    spaced = re.sub(r"[_\-.:/()`]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", ident)
+    words = frozenset(tokenize(spaced))
+    return words if len(words) >= 2 else frozenset()
+
+
+def names_words(ident: str, text_terms: frozenset) -> bool:
+    """Whether a text (its index terms) names `ident` in words: all its words, or all but one when it has
+    three or more (`calculate_driver_payout()` ~ "the driver payout")."""
+    words = ident_words(ident)
+    if not words:
+        return False
+    return len(words - text_terms) <= (1 if len(words) >= 3 else 0)

@@ -155,6 +155,17 @@ REPLACING_RE = re.compile(r"\s*(?:(?:ok(?:ay)?|noted|understood|got\s+it|right|s
                           r"(?:\s+with\s+the\s+new\s+one)?\s*[:—–-]\s*(?P<body>.+)", re.I)
 SUPERSEDES_RE = re.compile(r"\s*(?:that|this)\s+(?:supersedes|replaces|overrides)\s+(?:what\s+we\s+(?:settled|agreed|"
                            r"decided)(?:\s+on)?|the\s+(?:earlier|old|previous|original)\s+(?:rule|decision|policy))", re.I)
+# the turn says the rule it states replaces the earlier one ("This replaces the earlier rule (...). New rule:
+# X", "so the previous behaviour (...) is superseded. From now on: X")
+REPLACES_EARLIER_RE = re.compile(
+    r"\b(?:this|that|it|which)\s+(?:replaces|supersedes|overrides)\s+(?:the\s+|our\s+)?(?:earlier|old|previous|"
+    r"original|existing|former|prior)\b|\b(?:the\s+)?(?:earlier|old|previous|original|former|prior)\s+(?:rule|"
+    r"decision|policy|behaviou?r|approach)\b.{0,300}?\b(?:is|was)\s+(?:now\s+)?(?:superseded|replaced|obsolete|"
+    r"void|gone|dropped|retired)\b", re.I | re.S)
+# ... and then states the new rule after a lead that says it holds from now on
+FROM_NOW_RE = re.compile(r"\s*(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|henceforth)\s*[:—–]\s*"
+                         r"(?P<body>.+)", re.I)
+REPLACED_MARK = " (this replaces the earlier rule)."
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
@@ -481,6 +492,9 @@ def summary_of(text: str, weak: bool = False):
             body = _tidy(body)
             if body.endswith("?") or len(body.split()) < 4 or NARRATION_RE.search(body):
                 continue
+            if REPLACES_EARLIER_RE.search(prose) and not REPLACES_EARLIER_RE.search(body):
+                # "This replaces the earlier rule (...). New rule: X": X keeps the words that say so
+                return _cap(body.rstrip(".") + REPLACED_MARK)
             return _cap(body.rstrip(".") + ".")
     # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
     # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
@@ -494,6 +508,11 @@ def summary_of(text: str, weak: bool = False):
             body = _tidy(parts[i - 1])
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
                 return _cap(body.rstrip(".") + " (this supersedes the earlier rule).")
+        m = FROM_NOW_RE.match(part)
+        if i and m and REPLACES_EARLIER_RE.search(" ".join(parts[:i])):
+            body = _tidy(m.group("body"))
+            if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
+                return _cap(body.rstrip(".") + REPLACED_MARK)
     return None
 
 

@@ -442,6 +442,41 @@ def has_content(text: str, min_letters: int = 12) -> bool:
 KEYWORD_MAX = {"decision": 0.75, "rejected": 0.75}  # stated by the assistant alone: below an agreement
 
 
+DECISION_FILES = 3    # files a decision settled in conversation keeps: those the exchange read or changed
+TOUCHED_KEEP = 20     # files read or changed lately, kept in the extraction state
+
+
+def touch(touched: list, rel: str, turn: int) -> list:
+    """The session's recently read or changed files, [[path, user turn]] oldest first, `rel` now last."""
+    return [t for t in touched if t[0] != rel][-(TOUCHED_KEEP - 1):] + [[rel, turn]]
+
+
+def exchange_files(touched: list, turn: int, user: bool, since=None) -> list:
+    """The files the exchange that settles a decision read or changed, most recent first, at most
+    DECISION_FILES.  The exchange: the assistant's work since the user's last prompt, for a decision the
+    assistant states (a summing-up, a restated rule); its work before the user's reply, for a decision the
+    user's reply settles; and in both cases since the proposal it settles when that came earlier (what
+    the assistant read before proposing is what the rule is about)."""
+    start = turn - 1 if user else turn
+    if since is not None:
+        start = min(since, start)
+    return [f for f, t in reversed(touched) if t >= start][:DECISION_FILES]
+
+
+def decision_files(cand, touched: list, turn: int, user: bool, since, dfiles: dict) -> list:
+    """`files` of a decision or rejection from the conversation layer.  A keyed decision (the agreement,
+    then the summing-up or an afterthought that rewrites the same record) keeps the files of its first
+    statement first, so the record names the same files whichever statement wrote it last."""
+    files = exchange_files(touched, turn, user, since)
+    if cand.key:
+        before = dfiles.pop(cand.key, [])
+        files = (before + [f for f in files if f not in before])[:DECISION_FILES]
+        dfiles[cand.key] = files
+        while len(dfiles) > 4:
+            dfiles.pop(next(iter(dfiles)))
+    return files
+
+
 def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
     """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
     from cortex.ingest import decisions as D
@@ -491,9 +526,14 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     changed, commands still failing); pass back the returned state with the next batch.
     """
     st = {"last_prompt": None, "edited": [], "failures": {}, "last_at": ctx.fallback_time, "activity_at": "",
-          "first_activity_at": "", "plan_since": "", "open_shell": {}, "prompts": [], "goal": None, "plan": None}
+          "first_activity_at": "", "plan_since": "", "open_shell": {}, "prompts": [], "goal": None, "plan": None,
+          "turn": 0, "touched": [], "proposal_turn": None, "dfiles": {}}
     st.update(state or {})
     edited, failures = list(st["edited"]), dict(st["failures"])
+    # the files the conversation's exchanges read or changed, by user turn: a decision keeps those of its own
+    turn, proposal_turn = int(st.get("turn") or 0), st.get("proposal_turn")
+    touched = [list(t) for t in st.get("touched") or []]
+    dfiles = {k: list(v) for k, v in (st.get("dfiles") or {}).items()}
     out = []
     calls = {}
     # shell commands whose result had not arrived when the last batch ended (a line cut mid-write, or
@@ -520,7 +560,17 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         if e.kind in (B.INJECTED, B.THINKING) or CORTEX_MARK in (e.text or ""):
             continue
         if e.kind in (B.USER, B.ASSISTANT) and not e.sidechain:
+            turn += e.kind == B.USER
+            had = dstate.get("proposal")
             found, dstate = conversation_candidates(e, ctx, at, dstate)
+            for c in found:  # (an agreement clears the proposal it answers: its turn is still the exchange's start)
+                if c.type in ("decision", "rejected"):
+                    c.files = decision_files(c, touched, turn, e.kind == B.USER, proposal_turn if had else None,
+                                             dfiles)
+            if dstate.get("proposal") is None:
+                proposal_turn = None
+            elif e.kind == B.ASSISTANT and dstate["proposal"] != had:
+                proposal_turn = turn
             out.extend(found)
         else:
             found = []
@@ -577,6 +627,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 calls[e.call_id] = e
                 if e.action == B.SHELL and e.text:
                     open_shell[e.call_id] = e.text
+            if e.action in (B.EDIT, B.WRITE, B.READ) and not e.sidechain:
+                for f in e.files:
+                    touched = touch(touched, _rel(f, ctx.cwd), turn)
             if e.action in (B.EDIT, B.WRITE):
                 for f in e.files:
                     rel = _rel(f, ctx.cwd)
@@ -639,12 +692,15 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              since=first_activity_at))
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
               first_activity_at=first_activity_at, plan_since=plan_since,
-              open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate)
+              open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate,
+              turn=turn, touched=touched, proposal_turn=proposal_turn, dfiles=dfiles)
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from cortex.model import redact
     if st.get("last_prompt"):
         st["last_prompt"] = dict(st["last_prompt"], text=redact.clean(st["last_prompt"]["text"])[0])
     st["edited"] = [redact.clean(f)[0] for f in st["edited"]]
+    st["touched"] = [[redact.clean(f)[0], t] for f, t in st["touched"]]
+    st["dfiles"] = {k: [redact.clean(f)[0] for f in v] for k, v in st["dfiles"].items()}
     st["prompts"] = [redact.clean(p)[0] for p in st["prompts"]]
     for k in ("goal", "outcome"):
         if st.get(k):

@@ -458,13 +458,17 @@ class Run:
         """Write the candidates as records (placed, merged, linked, superseding), in order.  With episodes
         on, a progress note that only repeats what was asked (no file changed) is not stored: the
         episode keeps the prompt itself, searchable, and the block and recall do not fill with them."""
-        from cortex.model.freshness import file_state, named_paths
+        from cortex.model.freshness import existing_files, file_state, named_paths
         if (self.cfg.get("episodes") or {}).get("enabled", True):
             cands = [c for c in cands if not (c.type == "progress" and not c.files)]
         known = sorted({f for c in cands for f in c.files})
         for c in cands:
             cand = c.to_store(ctx)
-            if cand.get("files") and c.type not in ("progress", "summary"):
+            if cand.get("files") and c.type in ("decision", "rejected"):
+                # the files the exchange that settled it read or changed: a rule stays right when they are
+                # edited, so they are only checked for being gone, like the files a text names
+                cand["file_state"] = {p: {"named": 1} for p in existing_files(cand["files"], ctx.cwd)}
+            elif cand.get("files") and c.type not in ("progress", "summary"):
                 cand["file_state"] = file_state(cand["files"], ctx.cwd)
             if c.type not in ("progress", "summary", "plan"):
                 named = [p for p in named_paths(c.text, ctx.cwd, known) if p not in (cand.get("file_state") or {})]

@@ -55,6 +55,19 @@ def named_paths(text: str, cwd, known=()) -> list:
     return out
 
 
+def existing_files(files, cwd) -> list:
+    """The absolute paths of those of `files` (relative to cwd, or absolute) that are files now."""
+    out = []
+    for f in list(files or ())[:MAX_FILES]:
+        path = f if os.path.isabs(f) or not cwd else os.path.join(cwd, f)
+        try:
+            if os.path.isfile(path) and path not in out:
+                out.append(path)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def file_state(files, cwd) -> dict:
     """{absolute path: {size, mtime, sha256}} for the named files that exist now (normalizer side)."""
     import hashlib

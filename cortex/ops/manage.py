@@ -710,6 +710,12 @@ def scrub_cursor_state(home, recs: list) -> int:
             st["last_prompt"] = None
         if isinstance(st.get("edited"), list):
             st["edited"] = [f for f in st["edited"] if not (f in files or quoted(f))]
+        if isinstance(st.get("touched"), list):  # the files read or changed lately, [[path, turn]]
+            st["touched"] = [t for t in st["touched"]
+                             if not (isinstance(t, list) and t and (t[0] in files or quoted(t[0])))]
+        if isinstance(st.get("dfiles"), dict):  # the files of the session's recent decisions
+            st["dfiles"] = {k: [f for f in v if not (f in files or quoted(f))] for k, v in st["dfiles"].items()
+                            if isinstance(v, list)}
         if isinstance(st.get("failures"), dict):
             st["failures"] = {k: f for k, f in st["failures"].items()
                               if not (isinstance(f, dict) and (quoted(f.get("cmd")) or quoted(f.get("err"))))}
@@ -718,7 +724,7 @@ def scrub_cursor_state(home, recs: list) -> int:
         # and any other text the state keeps (recent prompts, goal, outcome, plan items, decision state):
         # a longer string the deleted text quotes goes, with the list item or value that holds it
         for key in list(st):
-            if key not in ("last_prompt", "edited", "failures", "open_shell"):
+            if key not in ("last_prompt", "edited", "failures", "open_shell", "touched", "dfiles"):
                 st[key] = _without_quoted(st[key], lambda t: len(t) >= 16 and quoted(t))
         if json.dumps(st, sort_keys=True) != before:
             n += 1

@@ -314,6 +314,58 @@ def _label_superseded(hits: list):
             h["superseded_by"] = list(rec.get("superseded_by") or ())
 
 
+def _after_superseding(home, ranked: list, k: int) -> list:
+    """`ranked` [(key, hit)] with every hit that comes only from sessions whose decision a record hit among
+    the first k superseded moved right after that record: the current rule ranks above the passages (and
+    the other records) of the exchange that settled the rule it replaced.  (A record that will not be shown
+    moves nothing: the old exchange is then better than no answer.)  The links are in the record files
+    (`supersedes`), the sessions of the replaced records in the index."""
+    from cortex.store.records import RecordError, read
+    replaced = {}  # record hit id -> ids it supersedes (hits behind the first k never move up into them)
+    for _, h in ranked[:k]:
+        if h.get("kind") == "episode" or h.get("type") != "decision":
+            continue
+        try:
+            rec = read(home.record_file(h.get("path")) or "")
+        except (RecordError, OSError, UnicodeDecodeError):
+            continue
+        if rec.get("supersedes"):
+            replaced[h["id"]] = list(rec["supersedes"])
+    if not replaced:
+        return ranked
+    from cortex.store.index import connect
+    sessions = {}
+    con = connect(home.index_db, readonly=True)
+    try:
+        ids = sorted({x for v in replaced.values() for x in v})
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for rid, ss in con.execute("SELECT id, sessions FROM records WHERE id IN (%s)" % ",".join("?" * len(chunk)),
+                                       chunk):
+                sessions[rid] = set(json.loads(ss or "[]"))
+    finally:
+        con.close()
+    out = list(ranked)
+    for key, h in ranked:  # best first, so a record moved behind another keeps its own followers behind it
+        if h["id"] not in replaced:
+            continue
+        at = next(i for i, (_, x) in enumerate(out) if x is h)
+        if at >= k:
+            continue
+        key = out[at][0]
+        old = set().union(*[sessions.get(x, set()) for x in replaced[h["id"]]]) - set(h.get("sessions") or ())
+        if not old:
+            continue
+        moved = 0
+        for i, (k2, h2) in enumerate(out):
+            mine = {h2["session"]} if h2.get("kind") == "episode" else set(h2.get("sessions") or ())
+            if h2 is not h and mine and mine <= old and k2 < key:
+                moved += 1  # in their own order, right behind it
+                out[i] = ((key[0], key[1] + 1e-9 * moved, h2["id"]), h2)
+        out.sort(key=lambda x: x[0])
+    return out
+
+
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
            include_archived: bool = False, record_use: bool = True, cfg=None, now: float = None,
            kind: str = None) -> dict:
@@ -426,6 +478,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         ranked = merge_ranking(hits, passages, terms_of, WEIGHTS)
     else:  # records alone keep the order of their full score (activation and confidence included)
         ranked = sorted(hits, key=lambda rec: (rec["tier"], -rec["score"], rec["id"]))
+    # the current rule above the exchanges that settled the rules it replaced (keys: the merged order)
+    ranked = [h for _, h in _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k)]
     for rec in ranked[:k]:
         if rec.get("kind") == "episode":
             h = passage_hit(home, rec["row"], rec["bm25"], rec["relevance"], now, words, episode_cache)
