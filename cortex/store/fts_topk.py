@@ -1,0 +1,161 @@
+"""The best passages for a query from FTS5, without scoring every passage that holds one of its words.
+
+`index.passage_scores` asks FTS5 for `ORDER BY bm25 LIMIT k` over the OR of the query's terms.  FTS5
+scores every row the expression matches, and a query with common words matches most of the table: a
+million passages in about a second.  This finds the same k rows with the same scores, to the bit, by
+running FTS5 on a narrower expression.  FTS5's bm25 of a row is
+
+    score = sum over the expression's phrases i, in their order, of  idf_i * f(tf_i, length of the row)
+    idf_i = log((N - n_i + 0.5) / (n_i + 0.5)), 1e-6 when not positive   (n_i: rows holding phrase i)
+    f     = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / average length)) < k1 + 1
+
+so a row holding none of the phrases of a set G scores less than UB(all) - UB(G), UB(G) being the sum of
+(k1 + 1) * idf_i over G.  Cut the phrases, in the query's order, into consecutive groups G_1..G_m; the
+expression
+
+    (phrases of G_1 OR'd) AND (phrases of G_2 OR'd) AND ... AND (phrases of G_m OR'd)
+
+holds every phrase once and in the same order, so for each row it matches FTS5 computes the same idfs
+(counted over the whole table whatever the expression) and adds the same numbers in the same order: the
+same score.  A row it does not match misses a whole group.  So when FTS5's k-th best score over the narrow
+expression is above UB(all) - UB(G_j) for every group, no row it left out is among the k best, and its
+k rows (ordered by score, then rowid) are those of the plain query.  When that cannot be shown, the
+caller runs the plain query.
+
+The groups are chosen before the narrow query runs, from a lower bound of the k-th best score: rows
+holding the heaviest phrases (a probe of a few hundred rows), scored here with FTS5's formula, and the
+phrases' row counts.  Among the cuts whose every group clears the bound, the one FTS5 should match the
+fewest rows with (phrases taken as independent) is run.  The proof uses FTS5's own k-th score.
+
+Costs: one count per phrase (the row counts, a scan of its doclist as FTS5's own idf is), the probe,
+and the narrow query.  Measured in docs/benchmarks.md ("Hot paths at 100k records and 1M passages").
+"""
+import math
+import sqlite3
+
+K1, B = 1.2, 0.75  # FTS5's bm25()
+MIN_ROWS = 20000  # below this many passages the plain query is fast enough (tests lower it)
+PROBE_ROWS = 100  # rows of each probe scored here: the best by the probe's own bm25
+WORTH = 0.6  # run the narrow query only when it should match at most this share of the rows
+_SLACK = 1e-9  # relative margin on every bound: rounding never makes a proof pass that should not
+
+
+def _varints(blob: bytes, n: int) -> list:
+    """The first n SQLite varints of a blob (1-9 bytes each, big-endian, 7 bits a byte, 8 in the ninth)."""
+    out, i = [], 0
+    while len(out) < n:
+        v = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | byte
+                break
+            v = (v << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def totals(con):
+    """(rows, tokens) of passages_fts as its bm25() reads them (FTS5's averages record), or None."""
+    try:
+        row = con.execute("SELECT block FROM passages_fts_data WHERE id=1").fetchone()
+        return tuple(_varints(row[0], 2)) if row and row[0] else None
+    except (sqlite3.Error, IndexError, TypeError):
+        return None
+
+
+def idf(n_rows: int, hits: int) -> float:
+    v = math.log((n_rows - hits + 0.5) / (hits + 0.5))
+    return v if v > 0.0 else 1e-6
+
+
+def score(body: str, tokens: list, idfs: list, avgdl: float) -> float:
+    """FTS5's bm25 (negated) of one row's body, the phrases being single tokens in this order."""
+    words = body.split()
+    count = {}
+    want = set(tokens)
+    for w in words:
+        if w in want:
+            count[w] = count.get(w, 0) + 1
+    d = float(len(words))
+    s = 0.0
+    for tok, w in zip(tokens, idfs):
+        tf = float(count.get(tok, 0))
+        s += w * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + B * d / avgdl)))
+    return s
+
+
+def best_cut(ubs: list, shares: list, need: float):
+    """(groups as (start, end) index pairs, expected share of rows matched) of the cut of the phrases into
+    consecutive groups, each with UB above `need`, that matches the fewest rows; None when no cut has
+    two groups or more."""
+    m = len(ubs)
+    best = [None] * (m + 1)  # best[j]: (share, groups) for the first j phrases
+    best[0] = (1.0, [])
+    for end in range(1, m + 1):
+        for start in range(end - 1, -1, -1):
+            if best[start] is None:
+                continue
+            ub = sum(ubs[start:end])
+            if ub * (1 - _SLACK) <= need * (1 + _SLACK) + 1e-12:
+                continue
+            miss = 1.0
+            for x in shares[start:end]:
+                miss *= 1.0 - x
+            share = best[start][0] * (1.0 - miss)
+            if best[end] is None or share < best[end][0]:
+                best[end] = (share, best[start][1] + [(start, end)])
+    if best[m] is None or len(best[m][1]) < 2:
+        return None
+    return best[m][1], best[m][0]
+
+
+def narrowed(con, phrases: list, limit: int, run, probe):
+    """The rows `run(" OR ".join(phrases))` would return, from a narrower expression, or None when that
+    cannot be shown (the caller then runs the plain query).
+
+    `phrases`: the query's FTS5 phrases ('"token"'), in order; `run(expr)`: FTS5's best `limit` rows for
+    an expression, [(score, ...)] ordered by (-score, rowid); `probe(expr, n)`: the n rows [(rowid, body)]
+    the expression matches that FTS5's bm25 over that expression ranks best."""
+    if len(phrases) < 2 or limit < 1:
+        return None
+    tot = totals(con)
+    if not tot or tot[0] < MIN_ROWS or tot[1] <= 0:
+        return None
+    n_rows, n_tokens = tot
+    avgdl = float(n_tokens) / float(n_rows)
+    tokens = [p.strip('"').lower() for p in phrases]
+    hits = [con.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (p,)).fetchone()[0]
+            for p in phrases]
+    idfs = [idf(n_rows, h) for h in hits]
+    ubs = [(K1 + 1.0) * w * (1 + _SLACK) for w in idfs]
+    total = sum(ubs)
+    # a lower bound of the k-th best score: rows holding the heaviest phrases, scored with FTS5's formula
+    heavy = sorted(range(len(phrases)), key=lambda i: (-ubs[i], i))
+    seen = {}
+    for n in range(min(3, len(heavy)), 0, -1):
+        expr = " AND ".join(phrases[i] for i in sorted(heavy[:n]))
+        for rowid, body in probe(expr, PROBE_ROWS):
+            if rowid not in seen:
+                seen[rowid] = score(body or "", tokens, idfs, avgdl)
+        if len(seen) >= limit:
+            break
+    if len(seen) < limit:
+        return None
+    floor = sorted(seen.values(), reverse=True)[limit - 1] * (1 - 1e-6)
+    cut = best_cut(ubs, [h / n_rows for h in hits], total - floor)
+    if cut is None or cut[1] > WORTH:
+        return None
+    groups = cut[0]
+    expr = " AND ".join("(%s)" % " OR ".join(phrases[a:b]) for a, b in groups)
+    rows = run(expr)
+    if rows is None or len(rows) < limit:
+        return None
+    theta = rows[-1][0]
+    for a, b in groups:
+        if (total - sum(ubs[a:b])) * (1 + _SLACK) + 1e-12 >= theta:
+            return None
+    return rows
