@@ -36,7 +36,10 @@ import sqlite3
 K1, B = 1.2, 0.75  # FTS5's bm25()
 MIN_ROWS = 20000  # below this many passages the plain query is fast enough (tests lower it)
 PROBE_ROWS = 100  # rows of each probe scored here: the best by the probe's own bm25
-WORTH = 0.6  # run the narrow query only when it should match at most this share of the rows
+WORTH = 0.6  # cut the expression only when it should match at most this share of the rows
+SMALL = 5000  # when the phrases' rows add up to fewer, the plain query is quick
+HEAVY = 12  # phrases whose presence the filter of the scored rows is written over
+MAX_SETS = 40  # sets of phrases in that filter at most
 _SLACK = 1e-9  # relative margin on every bound: rounding never makes a proof pass that should not
 
 
@@ -113,13 +116,41 @@ def best_cut(ubs: list, shares: list, need: float):
     return best[m][1], best[m][0]
 
 
-def narrowed(con, phrases: list, limit: int, run, probe):
-    """The rows `run(" OR ".join(phrases))` would return, from a narrower expression, or None when that
-    cannot be shown (the caller then runs the plain query).
+def minimal_sets(ubs: list, floor: float):
+    """(FTS5 filter expression builder input, bound) for the rows that can score `floor` or more: the
+    minimal sets of the heaviest phrases (at most HEAVY of them; the others are counted as if every row
+    held them) whose UB reaches floor, and the highest UB of a row that holds none of those sets (it scores
+    below that).  None when every row could reach floor, or the sets are too many to write."""
+    heavy = sorted(sorted(range(len(ubs)), key=lambda i: (-ubs[i], i))[:HEAVY])
+    light = sum(ubs) - sum(ubs[i] for i in heavy)
+    bar = floor * (1 - _SLACK) - 1e-12
+    if light >= bar:
+        return None
+    sums = [0.0] * (1 << len(heavy))
+    for mask in range(1, 1 << len(heavy)):
+        low = mask & -mask
+        sums[mask] = sums[mask ^ low] + ubs[heavy[low.bit_length() - 1]]
+    sets, below = [], light
+    for mask, ub in enumerate(sums):
+        if light + ub < bar:
+            below = max(below, light + ub)
+            continue
+        bits = [j for j in range(len(heavy)) if mask >> j & 1]
+        if all(light + ub - ubs[heavy[j]] < bar for j in bits):
+            sets.append([heavy[j] for j in bits])
+            if len(sets) > MAX_SETS:
+                return None
+    return sets, below
 
-    `phrases`: the query's FTS5 phrases ('"token"'), in order; `run(expr)`: FTS5's best `limit` rows for
-    an expression, [(score, ...)] ordered by (-score, rowid); `probe(expr, n)`: the n rows [(rowid, body)]
-    the expression matches that FTS5's bm25 over that expression ranks best."""
+
+def narrowed(con, phrases: list, limit: int, run, probe):
+    """The rows `run(" OR ".join(phrases))` would return, from a narrower search, or None when that cannot
+    be shown (the caller then runs the plain query).
+
+    `phrases`: the query's FTS5 phrases ('"token"'), in order; `run(expr, only)`: FTS5's best `limit` rows
+    [(score, ...)] by (-score, rowid) for the MATCH expression `expr`, among the rows that also match the
+    expression `only` when given (a filter: its phrases are not scored); `probe(expr, n)`: the n rows
+    [(rowid, body)] the expression matches that FTS5's bm25 over that expression ranks best."""
     if len(phrases) < 2 or limit < 1:
         return None
     tot = totals(con)
@@ -130,6 +161,8 @@ def narrowed(con, phrases: list, limit: int, run, probe):
     tokens = [p.strip('"').lower() for p in phrases]
     hits = [con.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (p,)).fetchone()[0]
             for p in phrases]
+    if sum(hits) < SMALL:
+        return None  # few rows hold any phrase: the plain query is quick
     idfs = [idf(n_rows, h) for h in hits]
     ubs = [(K1 + 1.0) * w * (1 + _SLACK) for w in idfs]
     total = sum(ubs)
@@ -146,16 +179,21 @@ def narrowed(con, phrases: list, limit: int, run, probe):
     if len(seen) < limit:
         return None
     floor = sorted(seen.values(), reverse=True)[limit - 1] * (1 - 1e-6)
+    # the scored expression: the query's phrases cut into AND-ed groups when a cut holds every row that can
+    # reach floor (fewer rows for FTS5 to walk), else the plain OR
     cut = best_cut(ubs, [h / n_rows for h in hits], total - floor)
-    if cut is None or cut[1] > WORTH:
-        return None
-    groups = cut[0]
+    groups = cut[0] if cut is not None and cut[1] <= WORTH else [(0, len(phrases))]
     expr = " AND ".join("(%s)" % " OR ".join(phrases[a:b]) for a, b in groups)
-    rows = run(expr)
+    # the rows scored: those holding a set of the heaviest phrases whose bound reaches floor
+    sets = minimal_sets(ubs, floor)
+    if sets is None and len(groups) == 1:
+        return None
+    only = None if sets is None else " OR ".join("(%s)" % " AND ".join(phrases[i] for i in s) for s in sets[0])
+    rows = run(expr, only)
     if rows is None or len(rows) < limit:
         return None
     theta = rows[-1][0]
-    for a, b in groups:
-        if (total - sum(ubs[a:b])) * (1 + _SLACK) + 1e-12 >= theta:
-            return None
+    bounds = [total - sum(ubs[a:b]) for a, b in groups if len(groups) > 1] + ([sets[1]] if sets else [])
+    if any(bound * (1 + _SLACK) + 1e-12 >= theta for bound in bounds):
+        return None
     return rows

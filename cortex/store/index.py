@@ -395,12 +395,15 @@ def passage_scores(con, terms: list, projects=None, limit: int = 50) -> list:
             return []
         where = " AND p.project IN (%s)" % ",".join("?" * len(projects))
         args = projects
-    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts JOIN passages p ON p.rid=passages_fts.rowid "
-           "WHERE passages_fts MATCH ?%s ORDER BY s DESC, p.rid LIMIT ?" % (cols, where))
+    # (CROSS JOIN: FTS5 drives the join; a lookup of passages_fts by rowid would run the query once a row)
+    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts CROSS JOIN passages p ON p.rid=passages_fts.rowid "
+           "WHERE passages_fts MATCH ?%s%s ORDER BY s DESC, p.rid LIMIT ?")
+    only_sql = " AND p.rid IN (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?)"
 
-    def run(expr):
+    def run(expr, only=None):
         try:
-            return con.execute(sql, [expr] + args + [int(limit)]).fetchall()
+            return con.execute(sql % (cols, only_sql if only else "", where),
+                               [expr] + ([only] if only else []) + args + [int(limit)]).fetchall()
         except sqlite3.OperationalError:
             return None
 

@@ -183,3 +183,29 @@ def test_on_a_bench_home_the_narrowed_search_is_the_plain_query(tmp_path, monkey
     finally:
         con.close()
     assert narrowed >= 5
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_minimal_sets_hold_every_row_that_can_reach_the_floor(seed):
+    import itertools
+    rng = random.Random(seed)
+    ubs = [rng.choice((2.2e-6, 0.3, 0.9, 1.7, 2.5, 4.4)) * rng.uniform(0.8, 1.2) for _ in range(rng.randint(3, 10))]
+    floor = rng.uniform(0.3, 0.9) * sum(ubs)
+    got = fts_topk.minimal_sets(ubs, floor)
+    if got is None:
+        return
+    sets, below = got
+    heavy = sorted(sorted(range(len(ubs)), key=lambda i: (-ubs[i], i))[:fts_topk.HEAVY])
+    light = sum(ubs) - sum(ubs[i] for i in heavy)
+    worst = 0.0
+    for r in range(len(heavy) + 1):
+        for held in itertools.combinations(heavy, r):
+            bound = light + sum(ubs[i] for i in held)  # a row holding these heavy phrases scores below this
+            if any(set(s) <= set(held) for s in sets):
+                continue
+            assert bound < floor
+            worst = max(worst, bound)
+    assert math.isclose(below, worst, rel_tol=1e-12, abs_tol=1e-12) and below < floor
+    for s in sets:  # minimal: without any of its phrases a set no longer reaches the floor
+        assert light + sum(ubs[i] for i in s) >= floor * (1 - 1e-9) - 1e-12
+        assert all(light + sum(ubs[i] for i in s) - ubs[j] < floor for j in s)
