@@ -183,10 +183,10 @@ def index_passages(home, batch: int = 20000) -> int:
     """Rebuild the passages tables from episodes/ as `indexer.reindex_passages` does (same rows, same
     rowids, same order, one transaction), with `executemany` in batches.  Returns the passage count."""
     from cortex.store import episodes
-    from cortex.store.index import fts_term, has_fts
+    from cortex.store.index import TERMS_STAMP, fts_term, has_fts, set_passage_terms
     from cortex.store.indexer import Index, passage_rows
     idx = Index(home.index_db)
-    n = 0
+    n, tokens = 0, 0
     try:
         con = idx.con
         fts = has_fts(con)
@@ -194,6 +194,7 @@ def index_passages(home, batch: int = 20000) -> int:
         con.execute("DELETE FROM passages")
         if fts:
             con.execute("DELETE FROM passages_fts")
+            con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
         rows, bodies = [], []
 
         def flush():
@@ -212,9 +213,12 @@ def index_passages(home, batch: int = 20000) -> int:
                 n += 1
                 rows.append((n, "%s:%d" % (sid, anchor), sid, anchor, project, client, at, first, last, rel))
                 bodies.append((n, " ".join(fts_term(t) for t in terms)))
+                tokens += len(terms)
             if len(rows) >= batch:
                 flush()
         flush()
+        if fts:
+            set_passage_terms(con, n, tokens)
         con.execute("COMMIT")
         idx.truncate_wal()
     except BaseException:

@@ -31,7 +31,6 @@ Costs: one count per phrase (the row counts, a scan of its doclist as FTS5's own
 and the narrow query.  Measured in docs/benchmarks.md ("Hot paths at 100k records and 1M passages").
 """
 import math
-import sqlite3
 
 K1, B = 1.2, 0.75  # FTS5's bm25()
 MIN_ROWS = 20000  # below this many passages the plain query is fast enough (tests lower it)
@@ -43,31 +42,10 @@ MAX_SETS = 40  # sets of phrases in that filter at most
 _SLACK = 1e-9  # relative margin on every bound: rounding never makes a proof pass that should not
 
 
-def _varints(blob: bytes, n: int) -> list:
-    """The first n SQLite varints of a blob (1-9 bytes each, big-endian, 7 bits a byte, 8 in the ninth)."""
-    out, i = [], 0
-    while len(out) < n:
-        v = 0
-        for j in range(9):
-            byte = blob[i]
-            i += 1
-            if j == 8:
-                v = (v << 8) | byte
-                break
-            v = (v << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(v)
-    return out
-
-
 def totals(con):
-    """(rows, tokens) of passages_fts as its bm25() reads them (FTS5's averages record), or None."""
-    try:
-        row = con.execute("SELECT block FROM passages_fts_data WHERE id=1").fetchone()
-        return tuple(_varints(row[0], 2)) if row and row[0] else None
-    except (sqlite3.Error, IndexError, TypeError):
-        return None
+    """(rows, tokens) of passages_fts as its bm25() reads them, or None (index.fts_totals)."""
+    from cortex.store.index import fts_totals
+    return fts_totals(con)
 
 
 def idf(n_rows: int, hits: int) -> float:
@@ -159,8 +137,13 @@ def narrowed(con, phrases: list, limit: int, run, probe):
     n_rows, n_tokens = tot
     avgdl = float(n_tokens) / float(n_rows)
     tokens = [p.strip('"').lower() for p in phrases]
-    hits = [con.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (p,)).fetchone()[0]
-            for p in phrases]
+    from cortex.store.index import stored_hits
+    stored = stored_hits(con, tokens, tot)  # the counts the writers keep, when they match FTS5's totals
+    if stored is not None:
+        hits = [stored[t] for t in tokens]
+    else:
+        hits = [con.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (p,)).fetchone()[0]
+                for p in phrases]
     if sum(hits) < SMALL:
         return None  # few rows hold any phrase: the plain query is quick
     idfs = [idf(n_rows, h) for h in hits]

@@ -13,6 +13,8 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
                its session, project, client, time, turn range and file
   passages_fts SQLite FTS5 over the passages' terms (Cortex's tokenizer, one FTS5 token per term), scored
                by FTS5's bm25(); chosen over the postings tables for scale (docs/benchmarks.md)
+  passage_terms  FTS5 token -> how many passages hold it (FTS5 keeps no such count; store.fts_topk needs it to
+               bound scores), valid while meta's `passage_terms` stamp equals FTS5's own row and token totals
 
 BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
 replaced by epsilon 0.25 times the average idf); tests check the scores against rank_bm25.
@@ -59,6 +61,7 @@ CREATE TABLE IF NOT EXISTS passages(rid INTEGER PRIMARY KEY, id TEXT NOT NULL UN
   anchor INTEGER NOT NULL, project TEXT, client TEXT, at TEXT, first_turn INTEGER, last_turn INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS passages_session ON passages(session, anchor);
 CREATE INDEX IF NOT EXISTS passages_project ON passages(project);
+CREATE TABLE IF NOT EXISTS passage_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 FTS_DDL = "CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(body, tokenize='ascii')"
 
@@ -124,6 +127,8 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
+        if migrate and has_fts(con) and terms_stamp(con) is None:
+            _count_passage_terms(con)
     return con
 
 
@@ -340,6 +345,7 @@ def put_passages(con, session: str, rows: list, since: int = 1):
     fts = has_fts(con)
     old = [r[0] for r in con.execute("SELECT rid FROM passages WHERE session=? AND last_turn>=?", (session, since))]
     _drop_passages(con, old, fts)
+    added, tokens, held = 0, 0, Counter()
     for anchor, project, client, at, first, last, path, terms in rows:
         pid = "%s:%d" % (session, anchor)
         gone = [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))]
@@ -347,17 +353,137 @@ def put_passages(con, session: str, rows: list, since: int = 1):
         cur = con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
                           "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
         if fts:
-            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)",
-                        (cur.lastrowid, " ".join(fts_term(t) for t in terms)))
+            body = " ".join(fts_term(t) for t in terms)
+            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", (cur.lastrowid, body))
+            words = body.lower().split()
+            added, tokens = added + 1, tokens + len(words)
+            held.update(set(words))
+    if added:
+        _add_passage_terms(con, held, added, tokens)
+
+
+BIG_DROP = 2000  # passages deleted at once above which passage_terms is counted again whole (next writer)
 
 
 def _drop_passages(con, rids: list, fts: bool):
+    if fts and len(rids) > BIG_DROP:
+        _drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
+    elif fts and rids:
+        held, n, tokens = Counter(), 0, 0
+        for i in range(0, len(rids), 500):
+            chunk = rids[i:i + 500]
+            for (body,) in con.execute("SELECT body FROM passages_fts WHERE rowid IN (%s)" % ",".join("?" * len(chunk)),
+                                       chunk):
+                words = (body or "").lower().split()
+                n, tokens = n + 1, tokens + len(words)
+                held.subtract(set(words))
+        if n:
+            _add_passage_terms(con, held, -n, -tokens)
     for i in range(0, len(rids), 500):
         chunk = rids[i:i + 500]
         marks = ",".join("?" * len(chunk))
         if fts:
             con.execute("DELETE FROM passages_fts WHERE rowid IN (%s)" % marks, chunk)
         con.execute("DELETE FROM passages WHERE rid IN (%s)" % marks, chunk)
+
+
+# -- passage_terms: how many passages hold each FTS5 token ------------------------------------------------
+#
+# Kept by every writer of passages in the same transaction (put_passages, _drop_passages, reindex), with a
+# stamp in meta: the (rows, tokens) totals of passages_fts the counts belong to.  A reader uses the counts
+# only when the stamp equals FTS5's own totals (its averages record): a writer that did not keep them (an
+# older Cortex) leaves a stamp that no longer matches, and readers count in FTS5 instead, until the next
+# writer's connect recounts the table.
+
+TERMS_STAMP = "passage_terms"
+
+
+def terms_stamp(con):
+    """(rows, tokens) of passages_fts that passage_terms counts, or None when it counts nothing valid."""
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key=?", (TERMS_STAMP,)).fetchone()
+        rows, tokens = (int(x) for x in row[0].split())
+        return rows, tokens
+    except (sqlite3.Error, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _drop_terms_stamp(con):
+    con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
+
+
+def _add_passage_terms(con, held: Counter, rows: int, tokens: int):
+    """Add these counts (negative for deleted passages) and totals to passage_terms and its stamp; nothing
+    when the table has no valid stamp (it is counted whole by the next writer's connect)."""
+    stamp = terms_stamp(con)
+    if stamp is None:
+        return
+    held = [(t, d) for t, d in held.items() if d]
+    con.executemany("INSERT INTO passage_terms(term, df) VALUES(?,?) ON CONFLICT(term) DO UPDATE SET df=df+excluded.df",
+                    held)
+    con.executemany("DELETE FROM passage_terms WHERE term=? AND df<=0", [(t,) for t, d in held if d < 0])
+    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (stamp[0] + rows, stamp[1] + tokens)))
+
+
+def fts_totals(con):
+    """(rows, tokens) of passages_fts as its bm25() reads them: FTS5's averages record, two SQLite varints
+    (of the last commit: a transaction's own changes show there when FTS5 flushes them), or None."""
+    try:
+        row = con.execute("SELECT block FROM passages_fts_data WHERE id=1").fetchone()
+        return tuple(varints(row[0], 2)) if row and row[0] else None
+    except (sqlite3.Error, IndexError, TypeError):
+        return None
+
+
+def varints(blob: bytes, n: int) -> list:
+    """The first n SQLite varints of a blob (1-9 bytes each, big-endian, 7 bits a byte, 8 in the ninth)."""
+    out, i = [], 0
+    while len(out) < n:
+        v = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | byte
+                break
+            v = (v << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def set_passage_terms(con, rows: int = None, tokens: int = None):
+    """Count passage_terms whole from FTS5 (its fts5vocab table, which sees this transaction's own
+    changes) and stamp it with these totals, or, not given, FTS5's committed ones.  No commit."""
+    con.execute("DELETE FROM passage_terms")
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passage_vocab USING fts5vocab(main, passages_fts, row)")
+    con.execute("INSERT INTO passage_terms(term, df) SELECT term, doc FROM temp.passage_vocab")
+    if rows is None:
+        rows, tokens = fts_totals(con) or (0, 0)
+    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (rows, tokens)))
+
+
+def _count_passage_terms(con):
+    """An index without valid passage_terms (from before them, or after a large delete): count them, in one
+    transaction (seconds for a million passages; once)."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if terms_stamp(con) is None:  # another writer may have done it while this one waited
+            set_passage_terms(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def stored_hits(con, tokens: list, totals):
+    """{token: passages holding it} from passage_terms when its stamp matches FTS5's `totals`, else None."""
+    if totals is None or terms_stamp(con) != tuple(totals):
+        return None
+    want = sorted(set(tokens))
+    got = dict(con.execute("SELECT term, df FROM passage_terms WHERE term IN (%s)" % ",".join("?" * len(want)), want))
+    return {t: got.get(t, 0) for t in want}
 
 
 def delete_passages(con, session: str = None, project: str = None) -> int:

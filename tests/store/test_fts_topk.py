@@ -147,7 +147,8 @@ def test_varints_read_sqlite_varints():
             v >>= 7
         return bytes(reversed(out))
     values = [0, 1, 127, 128, 300, 16383, 16384, 10 ** 6, 2 ** 35 + 7, 2 ** 56 - 1, 2 ** 56, 2 ** 64 - 1]
-    assert fts_topk._varints(b"".join(enc(v) for v in values), len(values)) == values
+    from cortex.store.index import varints
+    assert varints(b"".join(enc(v) for v in values), len(values)) == values
 
 
 def test_best_cut_keeps_every_group_above_the_need():
@@ -209,3 +210,118 @@ def test_minimal_sets_hold_every_row_that_can_reach_the_floor(seed):
     for s in sets:  # minimal: without any of its phrases a set no longer reaches the floor
         assert light + sum(ubs[i] for i in s) >= floor * (1 - 1e-9) - 1e-12
         assert all(light + sum(ubs[i] for i in s) - ubs[j] < floor for j in s)
+
+
+def _vocab(path):
+    con = sqlite3.connect(path)
+    try:
+        con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, passages_fts, row)")
+        return dict(con.execute("SELECT term, doc FROM temp.v"))
+    finally:
+        con.close()
+
+
+def _terms(path):
+    from cortex.store.index import fts_totals, terms_stamp
+    con = sqlite3.connect(path)
+    try:
+        return dict(con.execute("SELECT term, df FROM passage_terms")), terms_stamp(con), fts_totals(con)
+    finally:
+        con.close()
+
+
+def test_writers_keep_passage_terms_equal_to_what_fts5_counts(tmp_path):
+    """put_passages (new, extended and replaced passages), delete_passages (a session, a project; a large
+    delete leaves the counts to the next writer), reindex_passages and an index from before the table:
+    passage_terms always equals FTS5's own counts, and its stamp FTS5's totals, or it has no stamp."""
+    from cortex.core.home import Home
+    from cortex.store import episodes, indexer
+    from cortex.store.index import delete_passages
+    path = str(tmp_path / "cortex.sqlite")
+    rng = random.Random(2)
+    words, weights = _zipf_words(60)
+
+    def rows(n, first=1, project="p"):
+        return [(a, project, "claude-code", "t", a, a + 1, "episodes/p/s.md",
+                 rng.choices(words, weights=weights, k=rng.randint(0, 30)) + (["v2.1", "データ"] if a % 3 else []))
+                for a in range(first, first + n)]
+
+    def check(stamped=True):
+        got, stamp, totals = _terms(path)
+        if stamped:
+            assert got == _vocab(path) and stamp == totals
+        else:
+            assert stamp is None
+
+    for step in range(40):
+        idx = Index(path)
+        con = idx.con
+        con.execute("BEGIN")
+        session = "s%d" % rng.randint(0, 12)
+        kind = rng.random()
+        if kind < 0.6:
+            put_passages(con, session, rows(rng.randint(1, 6), rng.randint(1, 4), rng.choice("pq")),
+                         since=rng.randint(1, 5))
+        elif kind < 0.8:
+            delete_passages(con, session=session)
+        else:
+            delete_passages(con, project=rng.choice("pq"))
+        con.execute("COMMIT")
+        idx.close()
+        check()
+    # a large delete: no stamp until the next writer counts the table again
+    idx = Index(path)
+    idx.con.execute("BEGIN")
+    for s in range(30):
+        put_passages(idx.con, "big%d" % s, rows(100))
+    idx.con.execute("COMMIT")
+    idx.con.execute("BEGIN")
+    delete_passages(idx.con, project="p")
+    put_passages(idx.con, "after", rows(3))
+    idx.con.execute("COMMIT")
+    idx.close()
+    check(stamped=False)
+    Index(path).close()
+    check()
+    # an index from before the table: counted at the next writer's connect
+    con = sqlite3.connect(path)
+    con.execute("DROP TABLE passage_terms")
+    con.execute("DELETE FROM meta WHERE key='passage_terms'")
+    con.commit()
+    con.close()
+    Index(path).close()
+    check()
+    # cortex reindex
+    home = Home(str(tmp_path / "home")).ensure()
+    turns = [{"n": i + 1, "role": ("user", "assistant")[i % 2], "at": "2026-01-01T00:00:%02dZ" % i,
+              "text": " ".join(rng.choices(words, k=12))} for i in range(20)]
+    for s in range(5):
+        front = {"session": "r%d" % s, "client": "claude-code", "project": "p", "first": "", "last": "",
+                 "transcript": "", "turns": 20, "read_to": 1}
+        episodes.write(episodes.episode_path(home, "p", "r%d" % s), front, turns)
+    indexer.reindex_passages(home)
+    path = home.index_db
+    check()
+
+
+def test_counts_of_a_writer_that_did_not_keep_them_are_not_used(db, tmp_path, monkeypatch):
+    """A writer that changes passages_fts without passage_terms (an older Cortex): the stamp no longer
+    matches FTS5's totals, so the search counts in FTS5, and still returns the plain query's rows."""
+    import shutil
+    from cortex.store.index import fts_totals, stored_hits
+    path = str(tmp_path / "copy.sqlite")
+    shutil.copy(db, path)
+    con = sqlite3.connect(path)
+    assert stored_hits(con, ["w1"], fts_totals(con)) is not None
+    con.execute("INSERT INTO passages(id, session, anchor, project) VALUES('x:1', 'x', 1, 'proj-a')")
+    con.execute("INSERT INTO passages_fts(rowid, body) VALUES(last_insert_rowid(), 'w1 w1 w2 w7 w300')")
+    con.commit()
+    assert stored_hits(con, ["w1"], fts_totals(con)) is None
+    con.close()
+    con = connect(path, readonly=True)
+    try:
+        for terms in _queries(30):
+            fast, plain, _ = _both(con, terms, {"proj-a"}, 20, monkeypatch)
+            assert fast == plain
+    finally:
+        con.close()
