@@ -343,42 +343,47 @@ def put_passages(con, session: str, rows: list, since: int = 1):
     """Replace the passages of this session that hold a turn >= since by `rows`
     [(anchor, project, client, at, first, last, path, terms)].  No commit."""
     fts = has_fts(con)
+    count = [Counter(), 0, 0]  # passage_terms' changes: [held, rows, tokens], the drops' and the adds' together
     old = [r[0] for r in con.execute("SELECT rid FROM passages WHERE session=? AND last_turn>=?", (session, since))]
-    _drop_passages(con, old, fts)
-    added, tokens, held = 0, 0, Counter()
+    _drop_passages(con, old, fts, count)
     for anchor, project, client, at, first, last, path, terms in rows:
         pid = "%s:%d" % (session, anchor)
         gone = [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))]
-        _drop_passages(con, gone, fts)
+        _drop_passages(con, gone, fts, count)
         cur = con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
                           "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
         if fts:
             body = " ".join(fts_term(t) for t in terms)
             con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", (cur.lastrowid, body))
             words = body.lower().split()
-            added, tokens = added + 1, tokens + len(words)
-            held.update(set(words))
-    if added:
-        _add_passage_terms(con, held, added, tokens)
+            count[0].update(set(words))
+            count[1] += 1
+            count[2] += len(words)
+    if count[1] or count[2] or any(count[0].values()):
+        _add_passage_terms(con, *count)
 
 
 BIG_DROP = 2000  # passages deleted at once above which passage_terms is counted again whole (next writer)
 
 
-def _drop_passages(con, rids: list, fts: bool):
+def _drop_passages(con, rids: list, fts: bool, count: list = None):
+    """Delete these passages; their terms come off passage_terms (added to `count`, [held, rows, tokens],
+    when given: the caller applies it)."""
     if fts and len(rids) > BIG_DROP:
         _drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
     elif fts and rids:
-        held, n, tokens = Counter(), 0, 0
+        mine = count is None
+        count = [Counter(), 0, 0] if mine else count
         for i in range(0, len(rids), 500):
             chunk = rids[i:i + 500]
             for (body,) in con.execute("SELECT body FROM passages_fts WHERE rowid IN (%s)" % ",".join("?" * len(chunk)),
                                        chunk):
                 words = (body or "").lower().split()
-                n, tokens = n + 1, tokens + len(words)
-                held.subtract(set(words))
-        if n:
-            _add_passage_terms(con, held, -n, -tokens)
+                count[0].subtract(set(words))
+                count[1] -= 1
+                count[2] -= len(words)
+        if mine and count[1]:
+            _add_passage_terms(con, *count)
     for i in range(0, len(rids), 500):
         chunk = rids[i:i + 500]
         marks = ",".join("?" * len(chunk))
