@@ -143,9 +143,7 @@ def passage_candidates(home, con, terms: list, project_id: str, session_id, pcfg
     from cortex.store.terms import tokenize
     want = set(terms)
     out, cache = [], {}
-    for s, row in passage_scores(con, terms, {project_id}, limit=POOL):
-        if s < pcfg["min_passage_score"]:
-            break
+    for s, row in passage_scores(con, terms, {project_id}, limit=POOL, min_score=pcfg["min_passage_score"]):
         if session_id and row["session"] == str(session_id):
             continue  # what this session said is in its own context already
         from cortex.store.episodes import episode_file

@@ -121,9 +121,10 @@ def minimal_sets(ubs: list, floor: float):
     return sets, below
 
 
-def narrowed(con, phrases: list, limit: int, run, probe):
+def narrowed(con, phrases: list, limit: int, run, probe, min_score: float = None):
     """The rows `run(" OR ".join(phrases))` would return, from a narrower search, or None when that cannot
-    be shown (the caller then runs the plain query).
+    be shown (the caller then runs the plain query).  With `min_score`, the rows that score less are not
+    asked for: the result is right where it scores that much (and [] when no row can).
 
     `phrases`: the query's FTS5 phrases ('"token"'), in order; `run(expr, only)`: FTS5's best `limit` rows
     [(score, ...)] by (-score, rowid) for the MATCH expression `expr`, among the rows that also match the
@@ -144,11 +145,14 @@ def narrowed(con, phrases: list, limit: int, run, probe):
     else:
         hits = [con.execute("SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (p,)).fetchone()[0]
                 for p in phrases]
-    if sum(hits) < SMALL:
-        return None  # few rows hold any phrase: the plain query is quick
     idfs = [idf(n_rows, h) for h in hits]
     ubs = [(K1 + 1.0) * w * (1 + _SLACK) for w in idfs]
     total = sum(ubs)
+    least = min_score if min_score is not None and min_score > 0 else None
+    if least is not None and total * (1 + _SLACK) + 1e-12 < least:
+        return []  # no row can score min_score: the query's words are too common (or absent)
+    if sum(hits) < SMALL:
+        return None  # few rows hold any phrase: the plain query is quick
     # a lower bound of the k-th best score: rows holding the heaviest phrases, scored with FTS5's formula
     heavy = sorted(range(len(phrases)), key=lambda i: (-ubs[i], i))
     seen = {}
@@ -159,9 +163,10 @@ def narrowed(con, phrases: list, limit: int, run, probe):
                 seen[rowid] = score(body or "", tokens, idfs, avgdl)
         if len(seen) >= limit:
             break
-    if len(seen) < limit:
+    floor = sorted(seen.values(), reverse=True)[limit - 1] * (1 - 1e-6) if len(seen) >= limit else 0.0
+    floor = max(floor, least or 0.0)
+    if floor <= 0.0:
         return None
-    floor = sorted(seen.values(), reverse=True)[limit - 1] * (1 - 1e-6)
     # the scored expression: the query's phrases cut into AND-ed groups when a cut holds every row that can
     # reach floor (fewer rows for FTS5 to walk), else the plain OR
     cut = best_cut(ubs, [h / n_rows for h in hits], total - floor)
@@ -173,9 +178,11 @@ def narrowed(con, phrases: list, limit: int, run, probe):
         return None
     only = None if sets is None else " OR ".join("(%s)" % " AND ".join(phrases[i] for i in s) for s in sets[0])
     rows = run(expr, only)
-    if rows is None or len(rows) < limit:
+    if rows is None:
         return None
-    theta = rows[-1][0]
+    # a row left out scores below every bound: it is not among the best `limit` when `limit` rows score more
+    # (theta), nor asked for when it scores below min_score
+    theta = max(rows[-1][0] if len(rows) >= limit else float("-inf"), least if least is not None else float("-inf"))
     bounds = [total - sum(ubs[a:b]) for a, b in groups if len(groups) > 1] + ([sets[1]] if sets else [])
     if any(bound * (1 + _SLACK) + 1e-12 >= theta for bound in bounds):
         return None

@@ -510,11 +510,12 @@ def scrub_passages(con):
 PASSAGE_COLUMNS = ("id", "session", "anchor", "project", "client", "at", "first_turn", "last_turn", "path")
 
 
-def passage_scores(con, terms: list, projects=None, limit: int = 50) -> list:
+def passage_scores(con, terms: list, projects=None, limit: int = 50, min_score: float = None) -> list:
     """[(bm25, passage row dict)] of the best `limit` passages holding a query term, best first (ties by
     rowid), by FTS5's bm25() (k1 1.2, b 0.75; sign turned so higher is better); only these projects when
-    given.  On a large table the same rows come from a narrower FTS5 expression when that can be shown
-    to give them (store.fts_topk): a query of common words then scores a fraction of the passages."""
+    given, only those scoring min_score or more when given.  On a large table the same rows come from a
+    narrower FTS5 expression when that can be shown to give them (store.fts_topk): a query of common words
+    then scores a fraction of the passages."""
     if not terms or not has_fts(con):
         return []
     phrases = ['"%s"' % fts_term(t) for t in dict.fromkeys(terms)]
@@ -547,12 +548,12 @@ def passage_scores(con, terms: list, projects=None, limit: int = 50) -> list:
     if len(phrases) > 1 and limit > 0:
         from cortex.store.fts_topk import narrowed
         try:
-            rows = narrowed(con, phrases, int(limit), run, probe)
+            rows = narrowed(con, phrases, int(limit), run, probe, min_score)
         except sqlite3.OperationalError:
             rows = None
     if rows is None:
         rows = run(" OR ".join(phrases)) or []
-    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows]
+    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows if min_score is None or r[0] >= min_score]
 
 
 def corpus_idf_sum(con, n: int):

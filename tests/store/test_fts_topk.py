@@ -69,7 +69,7 @@ def _queries(n=120, seed=5):
     return out
 
 
-def _both(con, terms, projects, limit, monkeypatch):
+def _both(con, terms, projects, limit, monkeypatch, min_score=None):
     used = []
     real = fts_topk.narrowed
 
@@ -79,9 +79,11 @@ def _both(con, terms, projects, limit, monkeypatch):
         return got
     monkeypatch.setattr(fts_topk, "MIN_ROWS", 0)
     monkeypatch.setattr(fts_topk, "narrowed", spy)
-    fast = passage_scores(con, terms, projects, limit)
+    fast = passage_scores(con, terms, projects, limit, min_score)
     monkeypatch.setattr(fts_topk, "MIN_ROWS", 10 ** 12)
-    plain = passage_scores(con, terms, projects, limit)
+    plain = passage_scores(con, terms, projects, limit, min_score)
+    if min_score is not None:
+        assert plain == [r for r in passage_scores(con, terms, projects, limit) if r[0] >= min_score]
     return fast, plain, any(used)
 
 
@@ -325,3 +327,18 @@ def test_counts_of_a_writer_that_did_not_keep_them_are_not_used(db, tmp_path, mo
             assert fast == plain
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("min_score", [0.5, 3.0, 6.0, 9.0, 40.0])
+def test_with_a_minimum_score_the_rows_are_the_plain_querys_that_reach_it(db, monkeypatch, min_score):
+    con = connect(db, readonly=True)
+    narrowed = 0
+    try:
+        for terms in _queries(60, seed=min_score):
+            for projects, limit in ((None, 20), ({"proj-a"}, 5)):
+                fast, plain, used = _both(con, terms, projects, limit, monkeypatch, min_score)
+                assert fast == plain, terms
+                narrowed += used
+    finally:
+        con.close()
+    assert narrowed >= 3
