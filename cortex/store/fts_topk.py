@@ -15,7 +15,8 @@ expression
 
     (phrases of G_1 OR'd) AND (phrases of G_2 OR'd) AND ... AND (phrases of G_m OR'd)
 
-holds every phrase once and in the same order, so for each row it matches FTS5 computes the same idfs
+holds every phrase once and in the same order (or with the first two swapped, which changes no sum: below),
+so for each row it matches FTS5 computes the same idfs
 (counted over the whole table whatever the expression) and adds the same numbers in the same order: the
 same score.  A row it does not match misses a whole group.  So when FTS5's k-th best score over the narrow
 expression is above UB(all) - UB(G_j) for every group, no row it left out is among the k best, and its
@@ -169,9 +170,16 @@ def narrowed(con, phrases: list, limit: int, run, probe, min_score: float = None
         return None
     # the scored expression: the query's phrases cut into AND-ed groups when a cut holds every row that can
     # reach floor (fewer rows for FTS5 to walk), else the plain OR
-    cut = best_cut(ubs, [h / n_rows for h in hits], total - floor)
+    # FTS5 adds the phrases' parts in their order, 0.0 for a phrase a row lacks: swapping the first two
+    # phrases changes no sum (0 + x1 + x2 = 0 + x2 + x1 exactly), so the cut may take them either way
+    shares = [h / n_rows for h in hits]
+    order, cut = list(range(len(phrases))), best_cut(ubs, shares, total - floor)
+    swapped = [1, 0] + order[2:]
+    other = best_cut([ubs[i] for i in swapped], [shares[i] for i in swapped], total - floor)
+    if other is not None and (cut is None or other[1] < cut[1]):
+        order, cut = swapped, other
     groups = cut[0] if cut is not None and cut[1] <= WORTH else [(0, len(phrases))]
-    expr = " AND ".join("(%s)" % " OR ".join(phrases[a:b]) for a, b in groups)
+    expr = " AND ".join("(%s)" % " OR ".join(phrases[i] for i in order[a:b]) for a, b in groups)
     # the rows scored: those holding a set of the heaviest phrases whose bound reaches floor
     sets = minimal_sets(ubs, floor)
     if sets is None and len(groups) == 1:
@@ -183,7 +191,8 @@ def narrowed(con, phrases: list, limit: int, run, probe, min_score: float = None
     # a row left out scores below every bound: it is not among the best `limit` when `limit` rows score more
     # (theta), nor asked for when it scores below min_score
     theta = max(rows[-1][0] if len(rows) >= limit else float("-inf"), least if least is not None else float("-inf"))
-    bounds = [total - sum(ubs[a:b]) for a, b in groups if len(groups) > 1] + ([sets[1]] if sets else [])
+    bounds = [total - sum(ubs[i] for i in order[a:b]) for a, b in groups if len(groups) > 1] + (
+        [sets[1]] if sets else [])
     if any(bound * (1 + _SLACK) + 1e-12 >= theta for bound in bounds):
         return None
     return rows

@@ -186,6 +186,23 @@ def test_on_a_bench_home_the_narrowed_search_is_the_plain_query(tmp_path, monkey
     finally:
         con.close()
     assert narrowed >= 5
+    # the recall query's first two phrases (drop, redis) are taken the other way round: redis alone is a group
+    exprs = []
+    real = fts_topk.narrowed
+
+    def spy(con, phrases, limit, run, probe, min_score=None):
+        return real(con, phrases, limit, lambda expr, only=None: exprs.append(expr) or run(expr, only), probe,
+                    min_score)
+    monkeypatch.setattr(fts_topk, "MIN_ROWS", 0)
+    monkeypatch.setattr(fts_topk, "narrowed", spy)
+    con = connect(info["home"] + "/index/cortex.sqlite", readonly=True)
+    try:
+        fast = passage_scores(con, query_terms(bench.QUERY), {info["project"]}, 10)
+        monkeypatch.setattr(fts_topk, "MIN_ROWS", 10 ** 12)
+        assert fast == passage_scores(con, query_terms(bench.QUERY), {info["project"]}, 10)
+    finally:
+        con.close()
+    assert exprs and exprs[0].startswith('("redi") AND ("drop"'), exprs
 
 
 @pytest.mark.parametrize("seed", range(6))
