@@ -183,7 +183,7 @@ def index_passages(home, batch: int = 20000) -> int:
     """Rebuild the passages tables from episodes/ as `indexer.reindex_passages` does (same rows, same
     rowids, same order, one transaction), with `executemany` in batches.  Returns the passage count."""
     from cortex.store import episodes
-    from cortex.store.index import TERMS_STAMP, fts_term, has_fts, set_passage_terms
+    from cortex.store.index import drop_terms_stamp, fts_term, has_fts, set_passage_terms
     from cortex.store.indexer import Index, passage_rows
     idx = Index(home.index_db)
     n, tokens = 0, 0
@@ -194,7 +194,7 @@ def index_passages(home, batch: int = 20000) -> int:
         con.execute("DELETE FROM passages")
         if fts:
             con.execute("DELETE FROM passages_fts")
-            con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
+            drop_terms_stamp(con)
         rows, bodies = [], []
 
         def flush():

@@ -28,10 +28,14 @@ holding the heaviest phrases (a probe of a few hundred rows), scored here with F
 phrases' row counts.  Among the cuts whose every group clears the bound, the one FTS5 should match the
 fewest rows with (phrases taken as independent) is run.  The proof uses FTS5's own k-th score.
 
-Costs: one count per phrase (the row counts, a scan of its doclist as FTS5's own idf is), the probe,
-and the narrow query.  Measured in docs/benchmarks.md ("Hot paths at 100k records and 1M passages").
+The phrases' row counts come from passage_terms, which the writers keep (store/index.py), when its stamp
+matches FTS5's totals; else each phrase is counted in FTS5 (a scan of its doclist, as FTS5's own idf is).
+With `min_score` (cortex-prompt's bar), a query whose bound cannot reach it skips FTS5 altogether.  Costs:
+the counts, the probe and the narrow query.  Measured in docs/benchmarks.md ("Hot paths at 100k records
+and 1M passages").
 """
 import math
+import sqlite3
 
 K1, B = 1.2, 0.75  # FTS5's bm25()
 MIN_ROWS = 20000  # below this many passages the plain query is fast enough (tests lower it)
@@ -43,10 +47,56 @@ MAX_SETS = 40  # sets of phrases in that filter at most
 _SLACK = 1e-9  # relative margin on every bound: rounding never makes a proof pass that should not
 
 
-def totals(con):
-    """(rows, tokens) of passages_fts as its bm25() reads them, or None (index.fts_totals)."""
-    from cortex.store.index import fts_totals
-    return fts_totals(con)
+# -- passage_terms and FTS5's totals (index.py keeps the table; these read it) -------------------------
+
+TERMS_STAMP = "passage_terms"
+
+
+def terms_stamp(con):
+    """(rows, tokens) of passages_fts that passage_terms counts, or None when it counts nothing valid."""
+    try:
+        row = con.execute("SELECT value FROM meta WHERE key=?", (TERMS_STAMP,)).fetchone()
+        rows, tokens = (int(x) for x in row[0].split())
+        return rows, tokens
+    except (sqlite3.Error, TypeError, ValueError, AttributeError):
+        return None
+
+
+def fts_totals(con):
+    """(rows, tokens) of passages_fts as its bm25() reads them: FTS5's averages record, two SQLite varints
+    (of the last commit: a transaction's own changes show there when FTS5 flushes them), or None."""
+    try:
+        row = con.execute("SELECT block FROM passages_fts_data WHERE id=1").fetchone()
+        return tuple(varints(row[0], 2)) if row and row[0] else None
+    except (sqlite3.Error, IndexError, TypeError):
+        return None
+
+
+def varints(blob: bytes, n: int) -> list:
+    """The first n SQLite varints of a blob (1-9 bytes each, big-endian, 7 bits a byte, 8 in the ninth)."""
+    out, i = [], 0
+    while len(out) < n:
+        v = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                v = (v << 8) | byte
+                break
+            v = (v << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(v)
+    return out
+
+
+def stored_hits(con, tokens: list, totals):
+    """{token: passages holding it} from passage_terms when its stamp matches FTS5's `totals`, else None."""
+    if totals is None or terms_stamp(con) != tuple(totals):
+        return None
+    want = sorted(set(tokens))
+    got = dict(con.execute("SELECT term, df FROM passage_terms WHERE term IN (%s)" % ",".join("?" * len(want)), want))
+    return {t: got.get(t, 0) for t in want}
 
 
 def idf(n_rows: int, hits: int) -> float:
@@ -133,13 +183,12 @@ def narrowed(con, phrases: list, limit: int, run, probe, min_score: float = None
     [(rowid, body)] the expression matches that FTS5's bm25 over that expression ranks best."""
     if len(phrases) < 2 or limit < 1:
         return None
-    tot = totals(con)
+    tot = fts_totals(con)
     if not tot or tot[0] < MIN_ROWS or tot[1] <= 0:
         return None
     n_rows, n_tokens = tot
     avgdl = float(n_tokens) / float(n_rows)
     tokens = [p.strip('"').lower() for p in phrases]
-    from cortex.store.index import stored_hits
     stored = stored_hits(con, tokens, tot)  # the counts the writers keep, when they match FTS5's totals
     if stored is not None:
         hits = [stored[t] for t in tokens]

@@ -127,8 +127,10 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
-        if migrate and has_fts(con) and terms_stamp(con) is None:
-            _count_passage_terms(con)
+        if migrate and has_fts(con):
+            from cortex.store.fts_topk import terms_stamp
+            if terms_stamp(con) is None:
+                _count_passage_terms(con)
     return con
 
 
@@ -370,7 +372,7 @@ def _drop_passages(con, rids: list, fts: bool, count: list = None):
     """Delete these passages; their terms come off passage_terms (added to `count`, [held, rows, tokens],
     when given: the caller applies it)."""
     if fts and len(rids) > BIG_DROP:
-        _drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
+        drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
     elif fts and rids:
         mine = count is None
         count = [Counter(), 0, 0] if mine else count
@@ -400,26 +402,16 @@ def _drop_passages(con, rids: list, fts: bool, count: list = None):
 # older Cortex) leaves a stamp that no longer matches, and readers count in FTS5 instead, until the next
 # writer's connect recounts the table.
 
-TERMS_STAMP = "passage_terms"
-
-
-def terms_stamp(con):
-    """(rows, tokens) of passages_fts that passage_terms counts, or None when it counts nothing valid."""
-    try:
-        row = con.execute("SELECT value FROM meta WHERE key=?", (TERMS_STAMP,)).fetchone()
-        rows, tokens = (int(x) for x in row[0].split())
-        return rows, tokens
-    except (sqlite3.Error, TypeError, ValueError, AttributeError):
-        return None
-
-
-def _drop_terms_stamp(con):
+def drop_terms_stamp(con):
+    """passage_terms no longer counts anything valid (readers count in FTS5; the next writer recounts it)."""
+    from cortex.store.fts_topk import TERMS_STAMP
     con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
 
 
 def _add_passage_terms(con, held: Counter, rows: int, tokens: int):
     """Add these counts (negative for deleted passages) and totals to passage_terms and its stamp; nothing
     when the table has no valid stamp (it is counted whole by the next writer's connect)."""
+    from cortex.store.fts_topk import TERMS_STAMP, terms_stamp
     stamp = terms_stamp(con)
     if stamp is None:
         return
@@ -430,37 +422,10 @@ def _add_passage_terms(con, held: Counter, rows: int, tokens: int):
     con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (stamp[0] + rows, stamp[1] + tokens)))
 
 
-def fts_totals(con):
-    """(rows, tokens) of passages_fts as its bm25() reads them: FTS5's averages record, two SQLite varints
-    (of the last commit: a transaction's own changes show there when FTS5 flushes them), or None."""
-    try:
-        row = con.execute("SELECT block FROM passages_fts_data WHERE id=1").fetchone()
-        return tuple(varints(row[0], 2)) if row and row[0] else None
-    except (sqlite3.Error, IndexError, TypeError):
-        return None
-
-
-def varints(blob: bytes, n: int) -> list:
-    """The first n SQLite varints of a blob (1-9 bytes each, big-endian, 7 bits a byte, 8 in the ninth)."""
-    out, i = [], 0
-    while len(out) < n:
-        v = 0
-        for j in range(9):
-            byte = blob[i]
-            i += 1
-            if j == 8:
-                v = (v << 8) | byte
-                break
-            v = (v << 7) | (byte & 0x7F)
-            if not byte & 0x80:
-                break
-        out.append(v)
-    return out
-
-
 def set_passage_terms(con, rows: int = None, tokens: int = None):
     """Count passage_terms whole from FTS5 (its fts5vocab table, which sees this transaction's own
     changes) and stamp it with these totals, or, not given, FTS5's committed ones.  No commit."""
+    from cortex.store.fts_topk import TERMS_STAMP, fts_totals
     con.execute("DELETE FROM passage_terms")
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passage_vocab USING fts5vocab(main, passages_fts, row)")
     con.execute("INSERT INTO passage_terms(term, df) SELECT term, doc FROM temp.passage_vocab")
@@ -472,6 +437,7 @@ def set_passage_terms(con, rows: int = None, tokens: int = None):
 def _count_passage_terms(con):
     """An index without valid passage_terms (from before them, or after a large delete): count them, in one
     transaction (seconds for a million passages; once)."""
+    from cortex.store.fts_topk import terms_stamp
     con.execute("BEGIN IMMEDIATE")
     try:
         if terms_stamp(con) is None:  # another writer may have done it while this one waited
@@ -480,15 +446,6 @@ def _count_passage_terms(con):
     except BaseException:
         con.execute("ROLLBACK")
         raise
-
-
-def stored_hits(con, tokens: list, totals):
-    """{token: passages holding it} from passage_terms when its stamp matches FTS5's `totals`, else None."""
-    if totals is None or terms_stamp(con) != tuple(totals):
-        return None
-    want = sorted(set(tokens))
-    got = dict(con.execute("SELECT term, df FROM passage_terms WHERE term IN (%s)" % ",".join("?" * len(want)), want))
-    return {t: got.get(t, 0) for t in want}
 
 
 def delete_passages(con, session: str = None, project: str = None) -> int:

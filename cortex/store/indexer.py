@@ -89,7 +89,7 @@ def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
 def reindex_passages(home, log=None) -> dict:
     """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported."""
     from cortex.store import episodes
-    from cortex.store.index import TERMS_STAMP, has_fts, put_passages, set_passage_terms
+    from cortex.store.index import drop_terms_stamp, has_fts, put_passages, set_passage_terms
     idx = Index(home.index_db)
     n, bad, tokens = 0, [], 0
     try:
@@ -99,7 +99,7 @@ def reindex_passages(home, log=None) -> dict:
         fts = has_fts(con)
         if fts:
             con.execute("DELETE FROM passages_fts")
-            con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))  # counted whole below, not passage by passage
+            drop_terms_stamp(con)  # counted whole below, not passage by passage
         for path in episodes.iter_paths(home.episodes):
             try:
                 front, turns = episodes.read(path)

@@ -117,7 +117,7 @@ def test_the_plain_query_orders_ties_by_rowid(db):
 def test_totals_and_score_are_what_fts5_uses(db):
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:
-        n, tokens = fts_topk.totals(con)
+        n, tokens = fts_topk.fts_totals(con)
         assert n == con.execute("SELECT count(*) FROM passages_fts").fetchone()[0] == 6000
         assert tokens == sum(len(b.split()) for (b,) in con.execute("SELECT body FROM passages_fts"))
         phrases = ['"%s"' % fts_term(t) for t in ["w3", "w1", "w77", "src/auth/tokenstore.ts"]]
@@ -149,7 +149,7 @@ def test_varints_read_sqlite_varints():
             v >>= 7
         return bytes(reversed(out))
     values = [0, 1, 127, 128, 300, 16383, 16384, 10 ** 6, 2 ** 35 + 7, 2 ** 56 - 1, 2 ** 56, 2 ** 64 - 1]
-    from cortex.store.index import varints
+    from cortex.store.fts_topk import varints
     assert varints(b"".join(enc(v) for v in values), len(values)) == values
 
 
@@ -241,7 +241,7 @@ def _vocab(path):
 
 
 def _terms(path):
-    from cortex.store.index import fts_totals, terms_stamp
+    from cortex.store.fts_topk import fts_totals, terms_stamp
     con = sqlite3.connect(path)
     try:
         return dict(con.execute("SELECT term, df FROM passage_terms")), terms_stamp(con), fts_totals(con)
@@ -327,7 +327,7 @@ def test_counts_of_a_writer_that_did_not_keep_them_are_not_used(db, tmp_path, mo
     """A writer that changes passages_fts without passage_terms (an older Cortex): the stamp no longer
     matches FTS5's totals, so the search counts in FTS5, and still returns the plain query's rows."""
     import shutil
-    from cortex.store.index import fts_totals, stored_hits
+    from cortex.store.fts_topk import fts_totals, stored_hits
     path = str(tmp_path / "copy.sqlite")
     shutil.copy(db, path)
     con = sqlite3.connect(path)
