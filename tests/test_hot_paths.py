@@ -23,7 +23,10 @@ SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.br
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
                  "cortex.store.index"}
 # (the prompt below finds nothing worth saying, so the output envelope, clients.spec, is not loaded)
-PROMPT = SESSION_START - {"cortex.clients.spec"} | {"cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder"}
+# (store.fts_topk: the passage search of a query of two words or more; math and sqlite3 only, ~0.3 ms.  The
+# block itself is built (model.freshness, model.decay) only when a record it may show reaches the lines: not here)
+PROMPT = SESSION_START - {"cortex.clients.spec", "cortex.model.freshness", "cortex.model.decay"} | {
+    "cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder", "cortex.store.fts_topk"}
 
 CWD = "/path/to/Demo"  # the cwd the 1.0.x fixtures recorded
 
@@ -71,3 +74,20 @@ def test_prompt_loads_exactly_its_modules(demo_home):
                "prompt": "how does the compaction threshold verification work in the opencode plugin"}
     mods, _ = _loaded("from cortex.brief import prompt\nprompt.main([])", demo_home, json.dumps(payload).encode())
     assert mods == PROMPT
+
+
+def test_project_ids_hash_without_openssl(demo_home):
+    """scope's SHA-1 comes from CPython's own _sha1 (hashlib's digest): loading hashlib's OpenSSL took about
+    2 ms of every session start and prompt."""
+    import hashlib
+    from cortex.model import scope
+    for key in ("", "git@github.com:me/app.git", "/home/ü/p\udcff"):
+        data = key.encode("utf-8", "surrogatepass")
+        assert scope._sha1(data) == hashlib.sha1(data).hexdigest()
+    code = ("import sys, json; sys.path.insert(0, %r)\nfrom cortex.brief import session_start\n"
+            "session_start.main(['--cwd', %r])\nsys.stderr.write('\\n' + json.dumps(sorted(sys.modules)))"
+            % (str(REPO), CWD))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=clean_env(demo_home), timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith(b"<cortex-memory")
+    mods = set(json.loads(proc.stderr.decode().strip().splitlines()[-1]))
+    assert "_sha1" in mods and "_hashlib" not in mods and "hashlib" not in mods

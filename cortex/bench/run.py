@@ -22,32 +22,15 @@ retrieval benchmark instead (`cortex.bench.locomo`), `--devchats` the developer-
 (`cortex.bench.devchats`), `--quality` the block-quality benchmark on the labeled fixture sessions
 (`cortex.bench.quality`).
 
-Only `os` and `sys` are imported at module level, so the CLI can declare these options cheaply.
+Only `os`, `sys` and the bench's text lists (`bench.corpus`) are imported at module level, so the CLI
+can declare these options cheaply.
 """
 import os
 import sys
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cortex.bench.corpus import DIRS, NOUNS, TECH, TEMPLATES, VERBS, fake_text, vocabulary  # noqa: F401
 
-VERBS = ["use", "keep", "drop", "cache", "split", "retry", "validate", "stream", "index", "batch", "lock", "hash"]
-NOUNS = ["session", "token", "index", "parser", "cursor", "record", "schema", "queue", "worker", "config", "event",
-         "transcript", "adapter", "client", "payload", "lock", "migration", "endpoint", "fixture", "cache"]
-TECH = ["SQLite", "Postgres", "Redis", "GraphQL", "REST", "gRPC", "protobuf", "msgpack", "JSON Lines", "YAML",
-        "asyncio", "threads", "fcntl", "watchdog", "tiktoken", "BM25", "pytest", "hypothesis", "uvloop", "orjson"]
-DIRS = ["src", "lib", "cortex", "api", "web", "core", "tests", "scripts", "internal", "pkg"]
-TEMPLATES = {
-    "decision": ["Chose {t1} over {t2} for the {n1} {n2} because {n3} {v1} must stay cheap",
-                 "Decided to {v1} the {n1} in {f} instead of the {n2} layer since {t1} handles it"],
-    "rejected": ["Rejected {t1} for the {n1} {n2}: it won't work because {n3} {v1} needs {t2}",
-                 "Dropped the idea to {v1} {n1}s in {f}; {t1} made {n2} {v2} too slow"],
-    "gotcha": ["{t1} {v1}s the {n1} silently when {n2} is empty; check {f} first",
-               "The {n1} {n2} in {f} must {v1} before {t1} starts or {n3} breaks"],
-    "learned": ["The root cause of the {n1} bug was {f} calling {v1} twice on the {n2}",
-                "{t1} returns {n1} ids in {n2} order, not insertion order"],
-    "progress": ["asked \"{v1} the {n1} {n2} and fix {f}\"; changed {f}, {f2}"],
-    "fix": ["`pytest {f}` failed ({t1} {n1} error); it passed after changing {f2}"],
-    "preference": ["Prefer {t1} for {n1} {n2} work; keep {v1} calls out of {f}"],
-}
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # The query the search cases run: a few words a person would type, mixing common and rarer terms.
 QUERY = "why did we drop the Redis cache for session tokens"
@@ -68,85 +51,9 @@ TARGETS = {
     ("cortex reindex", 100000): ("seconds", 30.0),
 }
 REINDEX_PEAK_MB = 500.0
-
-
-# -- varied, realistic record text -----------------------------------------------------------------
-
-_VOCAB = None
-
-
-def _collect_text(obj, out, budget):
-    if budget[0] <= 0:
-        return
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if isinstance(v, str) and k in ("text", "summary"):
-                out.append(v[:4000])
-                budget[0] -= min(len(v), 4000)
-            elif isinstance(v, (dict, list)):
-                _collect_text(v, out, budget)
-    elif isinstance(obj, list):
-        for v in obj:
-            _collect_text(v, out, budget)
-
-
-def vocabulary(max_words: int = 8000):
-    """(words, cumulative weights): the commonest words of the bundled real transcripts with their counts,
-    so sampled clauses follow the word frequencies of real coding sessions.  Falls back to the template
-    vocabulary when the fixtures are not there."""
-    global _VOCAB
-    if _VOCAB is not None:
-        return _VOCAB
-    import json
-    import re
-    from collections import Counter
-    counts = Counter()
-    try:
-        from cortex.core.bundled import fixtures_dir
-        root = fixtures_dir()
-    except (FileNotFoundError, ImportError):
-        root = None
-    if root:
-        texts, budget = [], [6 * 1024 * 1024]
-        for dirpath, _, files in sorted(os.walk(root)):
-            for name in sorted(files):
-                if not name.endswith((".jsonl", ".json")):
-                    continue
-                with open(os.path.join(dirpath, name), encoding="utf-8", errors="replace") as f:
-                    data = f.read()
-                docs = [data] if name.endswith(".json") else data.splitlines()
-                for line in docs:
-                    try:
-                        _collect_text(json.loads(line), texts, budget)
-                    except ValueError:
-                        continue
-        word = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z_]{1,24}(?![\w/=])")
-        for t in texts:
-            counts.update(w.lower() if w[1:].islower() else w for w in word.findall(t) if "REDACTED" not in w)
-    if len(counts) < 200:
-        counts = Counter({w: 1 for w in VERBS + NOUNS + [t.split()[0] for t in TECH] + DIRS})
-    words, cum, total = [], [], 0
-    for w, c in counts.most_common(max_words):
-        total += c
-        words.append(w)
-        cum.append(total)
-    _VOCAB = (words, cum)
-    return _VOCAB
-
-
-def fake_text(rng, rtype: str, i: int, vocab=None) -> str:
-    """One record's text: a template sentence about code, then (when a vocabulary is given) a clause of
-    0-24 words drawn with the word frequencies of real transcripts.  `(case i)` keeps every text unique."""
-    f = "%s/%s_%s_%d.py" % (rng.choice(DIRS), rng.choice(NOUNS), rng.choice(NOUNS), i % 997)
-    f2 = "%s/%s/%s%d.py" % (rng.choice(DIRS), rng.choice(NOUNS), rng.choice(VERBS), i % 389)
-    text = rng.choice(TEMPLATES[rtype]).format(
-        t1=rng.choice(TECH), t2=rng.choice(TECH), n1=rng.choice(NOUNS), n2=rng.choice(NOUNS), n3=rng.choice(NOUNS),
-        v1=rng.choice(VERBS), v2=rng.choice(VERBS), f=f, f2=f2)
-    if vocab:
-        k = rng.randint(0, 24)
-        if k:
-            text += "; " + " ".join(rng.choices(vocab[0], cum_weights=vocab[1], k=k))
-    return text + " (case %d)" % i
+# Issue #14: the same hot paths in a home that also holds episode passages (100,000 records + 1M passages)
+PASSAGE_TARGETS = {"cortex-session-start": ("ratio", 3.0), "cortex-prompt": ("ratio", 4.0),
+                   "cortex recall": ("ratio", 5.0)}
 
 
 def bench_record(rng, i: int, project_id: str, domain: str, now: float, vocab=None) -> dict:
@@ -255,8 +162,9 @@ def write_records(home, n: int, project_id: str, domain: str, seed: int = 7, now
     return written
 
 
-def build_home(root: str, n: int, project_cwd: str, seed: int = 7, varied: bool = True) -> dict:
-    """A home with n records in the project of project_cwd (90%) and its domain (10%), indexed by `reindex`."""
+def build_home(root: str, n: int, project_cwd: str, seed: int = 7, varied: bool = True, passages: int = 0) -> dict:
+    """A home with n records in the project of project_cwd (90%) and its domain (10%), indexed by `reindex`;
+    with `passages`, also episodes holding that many passages, indexed as `reindex` does (bench.passages)."""
     import time
     os.environ["CORTEX_HOME"] = root
     from cortex.core import config
@@ -273,8 +181,14 @@ def build_home(root: str, n: int, project_cwd: str, seed: int = 7, varied: bool 
     t1 = time.perf_counter()
     res = reindex(home, cfg)
     t2 = time.perf_counter()
-    return {"home": home.root, "project": project["id"], "domain": domain, "records": res["records"],
-            "write_s": t1 - t0, "reindex_s": t2 - t1}
+    out = {"home": home.root, "project": project["id"], "domain": domain, "records": res["records"],
+           "write_s": t1 - t0, "reindex_s": t2 - t1, "passages": 0}
+    if passages:
+        from cortex.bench.passages import write_episodes
+        ep = write_episodes(home, passages, project["id"], seed=seed)
+        out.update(passages=ep["passages"], sessions=ep["sessions"], episodes_mb=ep["bytes"] / 1e6,
+                   episodes_write_s=ep["write_s"], passages_index_s=ep["index_s"])
+    return out
 
 
 # -- timing whole processes -------------------------------------------------------------------------
@@ -410,8 +324,9 @@ def time_paired(argv, runs: int, env: dict, stdin=b"", warmup: int = 2, measured
 
 class Row:
     def __init__(self, name, records=None, times=(), base=(), rss_kb=-1, target=None, note="", value=None,
-                 unit=None, codes=()):
+                 unit=None, codes=(), passages=0):
         self.name, self.records, self.times, self.base = name, records, list(times), list(base)
+        self.passages = passages
         self.rss_kb, self.target, self.note, self.codes = rss_kb, target, note, set(codes)
         self.value, self.unit = value, unit  # for throughput rows: the measured MB/s
 
@@ -456,7 +371,8 @@ class Row:
 
     def as_json(self) -> dict:
         fig, tgt, met = self.result()
-        return dict(self.stats(), case=self.name, records=self.records, target=tgt, result=fig, met=met,
+        return dict(self.stats(), case=self.name, records=self.records, passages=self.passages, target=tgt,
+                    result=fig, met=met,
                     note=self.note, exit_codes=sorted(self.codes))
 
 
@@ -474,10 +390,10 @@ def format_table(rows, runs: int) -> str:
         s = r.stats()
         fig, tgt, met = r.result()
         if r.skipped:
-            body.append((r.name, _n(r.records), "-", "-", "-", "-", "-", "-", "-", "-", tgt,
+            body.append((r.name, _size(r), "-", "-", "-", "-", "-", "-", "-", "-", tgt,
                          "skipped: " + (r.note or "not measured")))
             continue
-        body.append((r.name, _n(r.records), "%.1f" % s["median_ms"], "%.1f" % s["min_ms"], "%.1f" % s["max_ms"],
+        body.append((r.name, _size(r), "%.1f" % s["median_ms"], "%.1f" % s["min_ms"], "%.1f" % s["max_ms"],
                      "%.1f" % s["pass_ms"] if "pass_ms" in s else "-",
                      "%.2fx" % s["ratio"] if "ratio" in s else "-",
                      "%.2fx" % s["min_ratio"] if "min_ratio" in s else "-",
@@ -490,12 +406,17 @@ def format_table(rows, runs: int) -> str:
                                for i, c in enumerate(row)).rstrip())
     notes = [r for r in rows if r.note and not r.skipped]
     for r in notes:
-        lines.append("  %s%s: %s" % (r.name, " @%s" % _n(r.records) if r.records else "", r.note))
+        lines.append("  %s%s: %s" % (r.name, " @%s" % _size(r) if r.records else "", r.note))
     return "\n".join(lines) + "\n"
 
 
 def _n(n):
     return "-" if n is None else "{:,}".format(n)
+
+
+def _size(row) -> str:
+    """The records column: the home's records, and its passages when it has episodes."""
+    return _n(row.records) + (" + %s passages" % _n(row.passages) if getattr(row, "passages", 0) else "")
 
 
 # -- the cases ---------------------------------------------------------------------------------------
@@ -615,9 +536,10 @@ def _note(out, text):
 def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, transcript: str = None,
               reindex_runs: int = 3, throughput_runs: int = 3, copies: int = 5, pending: int = 10000,
               transcript_mb: float = 50.0, cases=None, keep: str = None, json_path: str = None,
-              bm25_compare: bool = True, log=sys.stderr, warmup: int = 2) -> list:
+              bm25_compare: bool = True, log=sys.stderr, warmup: int = 2, passages=None) -> list:
     """Run the cases and print the table to `out`.  Returns the rows.  `cases` limits which groups run:
-    hooks, session-start, prompt, recall, normalize, throughput, reindex, bm25."""
+    hooks, session-start, prompt, recall, normalize, throughput, reindex, bm25.  `passages` gives each
+    home episodes holding that many passages: one count for every size, or {size: count}."""
     import json
     import shutil
     import tempfile
@@ -626,6 +548,7 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
     want = set(cases or ("hooks", "session-start", "prompt", "recall", "normalize", "throughput", "reindex",
                          "bm25"))
     sizes = tuple(sorted(set(int(s) for s in sizes)))
+    n_passages = passages if isinstance(passages, dict) else {n: int(passages or 0) for n in sizes}
     base = os.path.abspath(keep) if keep else tempfile.mkdtemp(prefix="cortex-bench-")
     os.makedirs(base, exist_ok=True)
     rows = []
@@ -634,7 +557,7 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
     def add(row):
         rows.append(row)
         s = row.stats()
-        _note(log, "  %-28s %8s  %s" % (row.name, _n(row.records), "skipped: " + row.note if row.skipped else
+        _note(log, "  %-28s %8s  %s" % (row.name, _size(row), "skipped: " + row.note if row.skipped else
                                         "median %.1f ms, ratio %s, %s" % (s["median_ms"], "%.2fx" % s["ratio"]
                                                                           if "ratio" in s else "-", row.result()[0])))
 
@@ -666,7 +589,8 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
 
         homes = {}
         for n in sizes:
-            root = os.path.join(base, "home-%d" % n)
+            pn = n_passages.get(n, 0)
+            root = os.path.join(base, "home-%d" % n + ("-p%d" % pn if pn else ""))
             t0 = time.perf_counter()
             if keep and os.path.exists(os.path.join(root, "index", "cortex.sqlite")):
                 from cortex.model import scope
@@ -675,43 +599,48 @@ def run_bench(sizes=(1000, 10000, 100000), runs: int = 15, out=sys.stdout, trans
                 cfg = config.load(Home(root))
                 project = scope.project_for(project_dir)
                 homes[n] = {"home": root, "project": project["id"], "domain": scope.domain_for(project, cfg),
-                            "records": n}
+                            "records": n, "passages": pn}
                 continue
             if os.path.exists(root):
                 shutil.rmtree(root)
-            info = build_home(root, n, project_dir)
+            info = build_home(root, n, project_dir, passages=pn)
             homes[n] = info
             _note(log, "home of %d records built in %.1f s (files %.1f s, reindex %.1f s)" % (
-                n, time.perf_counter() - t0, info["write_s"], info["reindex_s"]))
+                n, time.perf_counter() - t0, info["write_s"], info["reindex_s"]) + (
+                "; %d passages in %d sessions (%.0f MB of episodes written in %.1f s, indexed in %.1f s)" % (
+                    info["passages"], info["sessions"], info["episodes_mb"], info["episodes_write_s"],
+                    info["passages_index_s"]) if pn else ""))
 
         for n in sizes:
             info = homes[n]
+            pn = info.get("passages") or 0
             senv = dict(env, CORTEX_HOME=info["home"])
+
+            def target(name):
+                return PASSAGE_TARGETS.get(name) if pn else TARGETS.get((name, n))
             if "session-start" in want:
                 ss = _cmd("cortex-session-start") + ["--cwd", project_dir]
                 c = time_paired(ss, runs, senv, warmup=warmup)
-                add(Row("cortex-session-start", n, c[0], c[1], c[2], TARGETS.get(("cortex-session-start", n)),
-                        codes=c[3]))
+                add(Row("cortex-session-start", n, c[0], c[1], c[2], target("cortex-session-start"), codes=c[3],
+                        passages=pn))
             if "prompt" in want:
                 if command_exists("cortex-prompt"):
                     data = json.dumps({"session_id": "bench", "cwd": project_dir, "hook_event_name":
                                        "UserPromptSubmit", "prompt": PROMPT, "transcript_path": ""}).encode()
                     c = time_paired(_cmd("cortex-prompt"), runs, senv, data, warmup=warmup)
-                    add(Row("cortex-prompt", n, c[0], c[1], c[2], TARGETS.get(("cortex-prompt", n)), codes=c[3]))
+                    add(Row("cortex-prompt", n, c[0], c[1], c[2], target("cortex-prompt"), codes=c[3], passages=pn))
                 else:
-                    add(Row("cortex-prompt", n, target=TARGETS.get(("cortex-prompt", n)),
-                            note="cortex-prompt is not built yet"))
+                    add(Row("cortex-prompt", n, target=target("cortex-prompt"), note="cortex-prompt is not built yet"))
             if "recall" in want:
-                if os.path.exists(os.path.join(REPO, "cortex", "recall.py")):
+                if os.path.exists(os.path.join(REPO, "cortex", "ops", "recall.py")):
                     rc = _cmd("cortex") + ["recall"] + QUERY.split() + ["--cwd", project_dir]
                     c = time_paired(rc, runs, senv, warmup=warmup)
-                    add(Row("cortex recall", n, c[0], c[1], c[2], TARGETS.get(("cortex recall", n)), codes=c[3],
-                            note="counts each hit as a use (writes 10 records, refreshes their index rows)"))
+                    add(Row("cortex recall", n, c[0], c[1], c[2], target("cortex recall"), codes=c[3], passages=pn,
+                            note="counts each hit as a use (writes its records, refreshes their index rows)"))
                     c = time_paired(rc + ["--no-use"], runs, senv, warmup=warmup)
-                    add(Row("cortex recall --no-use", n, c[0], c[1], c[2], codes=c[3]))
+                    add(Row("cortex recall --no-use", n, c[0], c[1], c[2], codes=c[3], passages=pn))
                 else:
-                    add(Row("cortex recall", n, target=TARGETS.get(("cortex recall", n)),
-                            note="cortex recall is not built yet"))
+                    add(Row("cortex recall", n, target=target("cortex recall"), note="cortex recall is not built yet"))
         if "normalize" in want and sizes:
             n = 10000 if 10000 in homes else sizes[0]
             senv = dict(env, CORTEX_HOME=homes[n]["home"])
@@ -892,6 +821,9 @@ def add_arguments(ap) -> None:
     ap.add_argument("--transcript-mb", type=float, default=50.0, help="transcript size for the hook cases (MB)")
     ap.add_argument("--cases", default=",".join(CASE_GROUPS),
                     help="comma-separated case groups to run (default all: %s)" % ",".join(CASE_GROUPS))
+    ap.add_argument("--passages", metavar="N[,N...]", default="",
+                    help="give each home episodes holding N passages (about 10 a session), indexed as `cortex reindex` "
+                         "does: one N for every size, or one per size in the order of --sizes (default none)")
     ap.add_argument("--keep", metavar="DIR", help="build the homes in DIR and keep them (reused by the next run)")
     ap.add_argument("--json", metavar="FILE", dest="json_path", nargs="?", const="-",
                     help="print the rows as JSON on stdout (the table then goes to stderr), or with FILE also "
@@ -922,7 +854,13 @@ def run_args(args) -> int:
     if bad:
         sys.stderr.write("cortex bench: unknown case group %s; use %s\n" % (", ".join(bad), ", ".join(CASE_GROUPS)))
         return 2
-    run_bench(tuple(int(s) for s in args.sizes.split(",") if s.strip()), args.runs,
+    sizes = tuple(int(s) for s in args.sizes.split(",") if s.strip())
+    counts = [int(s) for s in (getattr(args, "passages", "") or "").split(",") if s.strip()]
+    if len(counts) > 1 and len(counts) != len(sizes):
+        sys.stderr.write("cortex bench: --passages takes one count, or one per size (%d sizes)\n" % len(sizes))
+        return 2
+    passages = dict(zip(sizes, counts)) if len(counts) > 1 else (counts[0] if counts else 0)
+    run_bench(sizes, args.runs, passages=passages,
               out=sys.stderr if args.json_path == "-" else sys.stdout,
               reindex_runs=args.reindex_runs, throughput_runs=args.throughput_runs, copies=args.copies,
               pending=args.pending, transcript_mb=args.transcript_mb, cases=cases, keep=args.keep,

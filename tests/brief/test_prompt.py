@@ -152,3 +152,55 @@ def test_small_talk_with_two_ordinary_words_that_earlier_sessions_used_prints_no
     # a prompt about the work itself still gets the earlier session
     hits = prompt.search(home, "the importer left rows behind after the migration batch", project, cfg, "s-now")
     assert hits and any("s-earlier" in (h.get("sessions") or [h.get("session")]) for h, _ in hits)
+
+
+@pytest.fixture(scope="module")
+def home_with_passages(tmp_path_factory):
+    base = tmp_path_factory.mktemp("prompt-passages")
+    project = base / "proj"
+    project.mkdir()
+    old = os.environ.get("CORTEX_HOME")
+    info = build_home(str(base / "home"), 1500, str(project), passages=6000)
+    if old is None:
+        os.environ.pop("CORTEX_HOME", None)
+    else:
+        os.environ["CORTEX_HOME"] = old
+    return info, str(project)
+
+
+def test_the_block_is_built_only_when_a_record_it_may_show_reaches_the_lines(home_with_passages, monkeypatch):
+    """search() builds the session-start block (to leave out what it shows) only when a record among the
+    scope's candidates reaches the lines; the lines are those of building it every time."""
+    from cortex.bench.run import PROMPT
+    from cortex.core.home import Home
+    from cortex.store import records
+    info, project = home_with_passages
+    home = Home(info["home"])
+    cfg = config.load(home)
+    now = 1.9e9
+    _, details = session_start.build(home, project, cfg=cfg, now=now)
+    assert details["kept"]
+    texts = [PROMPT, "why did we choose Redis for the session cursor lock", "fix the parser test in the worker config",
+             "lock the queue worker config", "validate the schema migration before the index rebuild"]
+    texts += [r["text"] for r in details["kept"][:12]]  # prompts that the block's own records answer
+    paths = sorted(records.iter_paths(home.records))
+    texts += [records.read(p)["text"] for p in paths[::150]]
+    real = session_start.build
+    calls = []
+
+    def spy(*a, **kw):
+        calls.append(1)
+        return real(*a, **kw)
+    built = skipped = 0
+    for text in texts:
+        monkeypatch.setattr(session_start, "build", spy)
+        del calls[:]
+        got = prompt.search(home, text, project, cfg, "s-now", now=now)
+        built += bool(calls)
+        skipped += not calls
+        monkeypatch.setattr(prompt, "_candidate_ids", lambda con, ids: None)  # every record checked: built always
+        want = prompt.search(home, text, project, cfg, "s-now", now=now)
+        monkeypatch.undo()
+        assert [(h["kind"], h["id"], s) for h, s in got] == [(h["kind"], h["id"], s) for h, s in want], text
+        assert got == want
+    assert built >= 3 and skipped >= 3
