@@ -96,14 +96,31 @@ def index_lost(home: Home, quick: bool = False) -> bool:
     return _has_record_files(home)
 
 
-def out_of_space(e: BaseException) -> bool:
-    """A write failed because the disk is full or read-only (the run must stop, not quarantine)."""
+LOW_SPACE = 16 << 20  # bytes free under which any failure is taken for the disk's (see out_of_space)
+
+
+def out_of_space(e: BaseException, home: Home = None) -> bool:
+    """A write failed because the disk is full or read-only (the run must stop, not quarantine).  With
+    `home`, any failure while its disk has less than LOW_SPACE free counts too: a full disk surfaces in
+    more shapes than these errors (SQLite cannot open its WAL, a library wraps the OSError), and an event
+    kept for the next run costs nothing, where one quarantined for the disk is lost until `inbox retry`."""
     import errno
     import sqlite3
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG, errno.EROFS):
         return True
-    return isinstance(e, sqlite3.OperationalError) and any(
-        w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database"))
+    if isinstance(e, sqlite3.OperationalError) and any(
+            w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database",
+                                          "unable to open database file")):
+        return True
+    return home is not None and low_space(home.root)
+
+
+def low_space(path: str, floor: int = LOW_SPACE) -> bool:
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return False
+    return st.f_bavail * st.f_frsize < floor
 
 
 FINGERPRINT_BYTES = 4096
@@ -239,9 +256,9 @@ class Run:
             try:
                 self.session(evs)
             except Exception as e:  # one broken session never stops the batch
-                if out_of_space(e):
+                if out_of_space(e, self.home):
                     # not the events' fault: stop here, leave them claimed, and the next run resumes
-                    self.log.error("normalize_stopped", reason="no space or read-only: %s" % e,
+                    self.log.error("normalize_stopped", reason="no space or read-only: %s: %s" % (type(e).__name__, e),
                                    hint="free disk space; pending events are kept")
                     raise
                 self.log.exception("session_failed", session=key[1], client=key[0])

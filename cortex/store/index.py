@@ -104,7 +104,11 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
             create(path)
         con = sqlite3.connect(path, timeout=10.0)
         con.execute("PRAGMA mmap_size=0")
-        con.execute("PRAGMA journal_mode=WAL")
+        mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":  # readers must never wait for a writer, nor see half a write
+            con.close()
+            raise sqlite3.OperationalError("disk I/O error: the index %s could not be switched to WAL mode "
+                                           "(journal mode %s)" % (path, mode))
         con.execute("PRAGMA synchronous=NORMAL")
         # the bytes of a deleted row (a record's text after `forget --hard`, the old version of a re-indexed
         # record) are overwritten with zeros instead of staying in free space; SQLite's default is off unless
@@ -143,7 +147,12 @@ def has_tables(path: str) -> bool:
 def create(path: str):
     """Create the index with its whole schema in a temp file beside it, then rename it into place, so a
     full disk never leaves a database without tables where the index should be (issue #18, defect 9).
-    Replaces a table-less file, and any WAL left beside it (it would be replayed into the new file)."""
+    Replaces a table-less file, and any WAL left beside it (it would be replayed into the new file).
+
+    The temp file is written with SQLite's rollback journal, not WAL: a full disk then fails the commit
+    itself with "database or disk is full" (the normalizer keeps its events for the next run), where a WAL
+    that could not be checkpointed on close went unnoticed by SQLite and failed the session with a
+    plain error (its event was quarantined).  `connect` switches the file to WAL when it opens it."""
     folder = os.path.dirname(path)
     tmp = os.path.join(folder, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
@@ -153,18 +162,16 @@ def create(path: str):
         con = sqlite3.connect(tmp)
         try:
             os.chmod(tmp, 0o600)
-            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA journal_mode=DELETE")
             con.executescript(DDL)
             con.commit()
         finally:
-            con.close()  # the last connection checkpoints the WAL into the file and removes it
+            con.close()
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if os.path.exists(tmp + "-wal"):
-            raise OSError("the new index's WAL was not checkpointed")
         for suffix in ("-wal", "-shm"):
             try:
                 os.unlink(path + suffix)
