@@ -53,6 +53,8 @@ def nothing_to_do(home: Home) -> bool:
                 return False
         except FileNotFoundError:
             pass
+    if os.path.exists(home.path("state", "running")):  # the last run stopped before its end (full disk, kill)
+        return False
     return not index_lost(home, quick=True)
 
 
@@ -525,13 +527,29 @@ class Run:
             self.store.changed.clear()
 
     def finish_index(self):
-        from cortex.curate.consolidate import lifecycle
         from cortex.store.journal import intent
         if not self.all_changed and not self.stats["sessions"]:
+            # nothing new, but a run that stopped before its ranking (a full disk, a kill) left scopes
+            # whose shortlist lacks the records it wrote: rank them now
+            scopes = self.unranked_scopes()
+            if scopes:
+                self.log.info("shortlist_repaired", scopes=len(scopes))
+                self.index_changes(scopes)
             return
         with intent(self.home) as j:  # the lifecycle's changes stay journaled until indexed below
             self._finish_index()
             j.done()
+
+    def unranked_scopes(self) -> set:
+        if not os.path.exists(self.home.index_db):
+            return set()
+        from cortex.store.index import connect
+        from cortex.store.shortlist import unranked_scopes
+        con = connect(self.home.index_db, readonly=True)
+        try:
+            return unranked_scopes(con)
+        finally:
+            con.close()
 
     def _finish_index(self):
         from cortex.curate.consolidate import lifecycle
@@ -548,7 +566,8 @@ class Run:
                     scopes.add(sid)
             finally:
                 con.close()
-        self.index_changes(scopes)
+        # with those of an earlier run that stopped between writing its rows and ranking them
+        self.index_changes(scopes | self.unranked_scopes())
 
     def prune_done(self):
         """Processed events are kept for inspection for a while, then deleted."""

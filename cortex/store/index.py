@@ -8,6 +8,8 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   sessions     session id -> records it produced (for SessionStart after compaction)
   candidates   per scope, the records pre-ranked by the normalizer for session start
   candidates_ranked  per scope, when its candidates were last ranked over the whole scope (and over how many)
+  unranked     records written since their scope's candidates were ranked (written with the rows, cleared by
+               the ranking): a run stopped before its ranking (a full disk, a kill) leaves them for the next
   meta         corpus statistics (document count, total length, idf sum) and build info
   passages     one row per episode passage (episodes/<project>/<session>.md: a turn with its neighbours):
                its session, project, client, time, turn range and file
@@ -51,6 +53,7 @@ CREATE TABLE IF NOT EXISTS candidates(scope_id TEXT NOT NULL, rank INTEGER NOT N
 CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at REAL NOT NULL, active INTEGER)
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS unranked(scope_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(scope_id, id)) WITHOUT ROWID;
 """
 
 
@@ -272,6 +275,9 @@ class Index:
         return self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
 
     def _remove(self, rec_id: str, postings: bool = True):
+        old = self.con.execute("SELECT scope_id FROM records WHERE id=?", (rec_id,)).fetchone()
+        if old is not None:  # its scope's shortlist may hold it: ranked again
+            self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (old[0], rec_id))
         if postings:
             cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
             terms = [r[0] for r in cur]
@@ -299,6 +305,7 @@ class Index:
         self._remove(rec["id"], postings=not same)
         sessions = record_sessions(rec)
         self.con.execute(INSERT_RECORD, record_row(rec, relative_path(self.root, path), len(toks), sessions))
+        self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (rec["scope_id"], rec["id"]))
         if not same:
             self.stats_changed = True
         if tf and not same:

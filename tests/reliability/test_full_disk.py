@@ -297,6 +297,23 @@ def test_an_index_without_tables_is_rebuilt_by_the_next_run_even_with_an_empty_i
 SHORTLIST_FIXTURES = ("cc-1.0.108", "cc-2.0.64", "codex-0.125", "gemini")
 
 
+def _shortlist(home) -> dict:
+    """{scope: sorted candidate ids}: what session start reads (the order moves with the clock)."""
+    con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True)
+    try:
+        out = {}
+        for scope, rid in con.execute("SELECT scope_id, id FROM candidates"):
+            out.setdefault(scope, []).append(rid)
+        return {k: sorted(v) for k, v in out.items()}
+    finally:
+        con.close()
+
+
+def _blocks(home, payloads) -> int:
+    from cortex.brief.session_start import build
+    return sum(1 for p in payloads if build(home, p["cwd"])[0])
+
+
 def _sessions_home(tmp_path, name):
     home = make_home(tmp_path / name)
     payloads = []
@@ -305,6 +322,47 @@ def _sessions_home(tmp_path, name):
         payloads.append(hook_payload(copy_fixture(n, tmp_path / "client"), client))
         drop_event(home, payloads[-1], client=client)
     return home, payloads
+
+
+def _disk_full(*_a, **_k):
+    raise sqlite3.OperationalError("database or disk is full")
+
+
+@pytest.mark.parametrize("where", ["mid_run", "at_the_end"])
+def test_a_run_stopped_by_a_full_disk_leaves_every_project_its_shortlist(tmp_path, monkeypatch, where):
+    """Before: the record rows of each window were written at once but the scopes' shortlists (the
+    candidates session start reads) only at the end of the run; a run stopped by a full disk in between
+    left the projects of the sessions it had finished with rows and no shortlist, and the rerun ranked only
+    the scopes of its own sessions (tmpfs and ext4, 3 of 50 runs: 1 project block of 4 after the rerun).
+    Stopped in the end's lifecycle pass, with every event done, the next run found nothing to do at all."""
+    clean, payloads = _sessions_home(tmp_path, "clean")
+    norm.run(clean)
+    want = _shortlist(clean)
+    home, _ = _sessions_home(tmp_path, "full")
+    if where == "mid_run":  # the third session's episode passages meet the full disk
+        from cortex.store import indexer
+        real, calls = indexer.update_passages, []
+
+        def update_passages(*a, **k):
+            calls.append(1)
+            if len(calls) == 3:
+                _disk_full()
+            return real(*a, **k)
+        monkeypatch.setattr(indexer, "update_passages", update_passages)
+    else:  # every session done; the lifecycle pass before the ranking meets it
+        from cortex.curate import consolidate
+        monkeypatch.setattr(consolidate, "lifecycle", _disk_full)
+    with pytest.raises(sqlite3.OperationalError):
+        norm.run(home)
+    monkeypatch.undo()
+    left = all_event_names(home)
+    stats = norm.run(home)  # the disk has room again
+    got = _shortlist(home)
+    report("full disk: shortlist after a stopped run (%s)" % where, events_left=len(left["claimed"]),
+           rerun_events=stats.get("events"), scopes=len(got), scopes_clean=len(want),
+           blocks=_blocks(home, payloads), blocks_clean=_blocks(clean, payloads))
+    assert got == want
+    assert _blocks(home, payloads) == _blocks(clean, payloads)
 
 
 def test_an_unknown_failure_while_the_disk_is_nearly_full_keeps_the_events_for_the_next_run(tmp_path, monkeypatch):
