@@ -125,6 +125,13 @@ def low_space(path: str, floor: int = LOW_SPACE) -> bool:
     return st.f_bavail * st.f_frsize < floor
 
 
+def index_corrupt(e: BaseException) -> bool:
+    """SQLite found the index file damaged ("database disk image is malformed", "file is not a database")."""
+    import sqlite3
+    return isinstance(e, sqlite3.DatabaseError) and any(
+        w in str(e).lower() for w in ("malformed", "file is not a database", "database corrupt"))
+
+
 FINGERPRINT_BYTES = 4096
 
 
@@ -186,6 +193,7 @@ class Run:
         self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
                       "unchanged": 0, "rejected": 0, "bytes": 0}
         self.touched_scopes = set()
+        self.rebuilt = False  # the index was found corrupt and rebuilt in this run
 
     # -- events -------------------------------------------------------------------------
     def sweep_leftovers(self, stale_after: float = 3600.0):
@@ -236,7 +244,8 @@ class Run:
 
     def run(self):
         from cortex.store import journal
-        journal.replay(self.home, self.cfg, log=self.log)  # what a killed command (forget, import...) left half done
+        # what a killed command (forget, import...) left half done
+        self.with_index(journal.replay, self.home, self.cfg, log=self.log)
         self.sweep_leftovers()
         if index_lost(self.home):  # a full disk cut its creation: rebuilt from the record files
             from cortex.store.indexer import reindex
@@ -256,7 +265,7 @@ class Run:
         for i, (key, evs) in enumerate(sorted(groups.items(), key=lambda kv: min(e["captured_at"] for _, e in kv[1]))):
             evs.sort(key=lambda ne: (ne[1]["captured_at"], ne[0]))
             try:
-                self.session(evs)
+                self.with_index(self.session, evs)
             except Exception as e:  # one broken session never stops the batch
                 if out_of_space(e, self.home):
                     # not the events' fault: stop here, leave them claimed, and the next run resumes
@@ -269,8 +278,8 @@ class Run:
                                      "fix the cause, then `cortex inbox retry`" % (type(e).__name__, e))
             if self.progress:
                 self.progress(i + 1, len(groups))
-        self.finish_index()
-        self.prune_episodes()
+        self.with_index(self.finish_index)
+        self.with_index(self.prune_episodes)
         self.cleanup_blobs()
         self.prune_done()
         try:
@@ -278,6 +287,32 @@ class Run:
         except OSError:
             pass
         return self.stats
+
+    def with_index(self, fn, *args, **kwargs):
+        """fn(...), and once more after rebuilding the index from the record files and episodes if it found
+        the index corrupt ("database disk image is malformed"): the records are the truth, the index is
+        derived from them, so its events are never quarantined for it (issue #18, defect 8)."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if not index_corrupt(e) or self.rebuilt:
+                raise
+            self.rebuild_index(e)
+        return fn(*args, **kwargs)
+
+    def rebuild_index(self, e):
+        """Replace a corrupt index by one rebuilt from records/ and episodes/ (`cortex reindex`)."""
+        from cortex.store.indexer import reindex
+        self.rebuilt = True
+        self.log.error("index_corrupt", error="%s: %s" % (type(e).__name__, e),
+                       action="the index is rebuilt from the record files and episodes")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(self.home.index_db + suffix)
+            except FileNotFoundError:
+                pass
+        reindex(self.home, self.cfg, log=self.log)
+        self.stats["index_rebuilt"] = True
 
     def _fail(self, name, reason):
         self.log.warning("event_failed", event_file=name, reason=reason)
