@@ -305,6 +305,7 @@ class Campaign:
         self.keep = None
         self.attempts = 1
         self.reindex = False
+        self.readers = False
         self.count = 0
         self.trace = False
 
@@ -337,6 +338,29 @@ class Campaign:
 
     def session_start(self, env, cwd):
         return self._run([self.python, str(BIN / "cortex-session-start"), "--cwd", cwd], env)
+
+    def start_readers(self, env, cwds, fig):
+        """Session starts and prompts in a loop while the normalizer works (readers of the index on the
+        full disk); their exits join the figures.  Returns the event that stops them."""
+        import threading
+        stop = threading.Event()
+
+        def loop():
+            i = 0
+            while not stop.is_set() and cwds:
+                cwd = cwds[i % len(cwds)]
+                if i % 2:
+                    rc, out, err, _s = self._run([self.python, str(BIN / "cortex-prompt")], env, json.dumps(
+                        {"prompt": "why did the tests fail after the cache change", "cwd": cwd}).encode())
+                else:
+                    rc, out, err, _s = self.session_start(env, cwd)
+                fig["session_start_exits"].append(rc)
+                fig["session_start_output_err"] += len(err)
+                i += 1
+            fig["reader_runs"] = i
+        stop.thread = threading.Thread(target=loop, daemon=True)
+        stop.thread.start()
+        return stop
 
     def one(self, fs: str, size: int, free, layout: str = "link", warm: bool = True) -> dict:
         """One run; free=None is the reference (no filler).  Returns its figures and, for a reference,
@@ -385,6 +409,7 @@ class Campaign:
         refused = stop(pays[len(first):])
         fig["captures_refused"] = len(refused)
         fig["normalize_exits"] = []
+        readers = self.start_readers(env, cwds, fig) if self.readers else None
         for i in range(self.attempts):  # the timer fires again while the disk is still full
             rc, _o, err, secs = self.normalize(env)
             fig["normalize_exits"].append(rc)
@@ -396,7 +421,11 @@ class Campaign:
         if self.reindex:  # a person runs `cortex reindex` on the full disk: the old index must survive a failure
             rc, _o, err, secs = self._run([self.python, str(BIN / "cortex"), "reindex"], env)
             fig["reindex_exit"] = rc
+            fig["reindex_err"] = err.decode(errors="replace").strip().splitlines()[-3:] if rc else []
             fig.setdefault("integrity_between", []).append(integrity(home))
+        if readers is not None:
+            readers.set()
+            readers.thread.join()
         blocks = 0
         for cwd in cwds:
             rc, out, err, _s = self.session_start(env, cwd)
@@ -508,6 +537,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--attempts", type=int, default=1, help="normalizer runs while the disk is full")
     ap.add_argument("--reindex", action="store_true", help="`cortex reindex` too while the disk is full")
+    ap.add_argument("--readers", action="store_true", help="session starts and prompts in a loop meanwhile")
     ap.add_argument("--cold", action="store_true", help="only runs whose home is new (the disk fills on the first run)")
     ap.add_argument("--probe", default="", help="print which of these filesystems can be mounted here, and exit")
     ap.add_argument("-v", action="store_true")
@@ -527,6 +557,7 @@ def main(argv=None) -> int:
     camp = Campaign(args.base)
     camp.attempts = args.attempts
     camp.reindex = args.reindex
+    camp.readers = args.readers
     runs = plan(fss, args.runs)
     if args.free:
         frees = [int(x) for x in args.free.split(",")]
@@ -573,6 +604,13 @@ def summarize(results: list) -> dict:
         "session_start_runs": sum(len(r["session_start_exits"]) for r in results),
         "session_start_exits_nonzero": sum(1 for r in results for rc in r["session_start_exits"] if rc != 0),
         "normalize_exit_1_on_full_disk": sum(1 for r in results if r["normalize_exit"] == 1),
+        "reindex_on_full_disk_exit_1": sum(1 for r in results if r.get("reindex_exit") == 1),
+        "reindex_tracebacks": sum(1 for r in results if any("Traceback" in x or x.startswith(" ")
+                                                             for x in r.get("reindex_err") or ())),
+        "normalize_tracebacks": sum(1 for r in results if any("Traceback" in x or "Error:" in x.split(" ")[0]
+                                                               for x in r.get("normalize_err") or ())),
+        "blocks_while_full": sum(r["blocks_full"] for r in results),
+        "blocks_after": sum(r["blocks_after"] for r in results),
         "reruns_identical": sum(1 for r in results if not r.get("differences")),
         "bad_runs": [(r["fs"], r["free"], r["layout"], r["warm"], r["problems"]) for r in results if r["problems"]],
     }

@@ -78,7 +78,7 @@ def test_a_first_run_on_a_nearly_full_tmpfs_keeps_every_event(runner, tmp_path):
 
 
 def test_the_full_disk_campaign_corrupts_nothing_loses_nothing_and_reruns_to_the_roomy_result(runner, tmp_path):
-    got = _campaign(runner, tmp_path, "--runs", str(RUNS), "--attempts", "2", "--reindex")
+    got = _campaign(runner, tmp_path, "--runs", str(RUNS), "--attempts", "2", "--reindex", "--readers")
     s = got["summary"]
     report("full disk campaign (tmpfs, ext4)", **{k: v for k, v in s.items() if k != "bad_runs"},
            bad_runs=len(s["bad_runs"]))
