@@ -31,10 +31,13 @@ def compute_candidates(idx: Index, cfg: dict, scope_id: str, now: float = None):
 def unranked_scopes(con) -> set:
     """The scopes holding records written since their shortlist was ranked (a run that stopped before
     its ranking: a full disk, a kill)."""
+    import sqlite3
     try:
         return {r[0] for r in con.execute("SELECT DISTINCT scope_id FROM unranked")}
-    except Exception:  # an index from before the table: nothing recorded
-        return set()
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):  # an index from before the table, read before a writer added it
+            return set()
+        raise
 
 
 def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: float = None):
