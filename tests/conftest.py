@@ -413,6 +413,7 @@ SLOW = (
     "reliability/test_full_disk.py::test_normalize_on_a_full_disk_corrupts_nothing_and_loses_no_event",
     "reliability/test_full_disk.py::test_normalize_resumes_after_a_full_disk_with_the_clean_result",
     "reliability/test_full_disk.py::test_inbox_retry_after_a_full_disk_gives_the_clean_result",
+    "reliability/test_full_disk_mounts.py::test_the_full_disk_campaign_corrupts_nothing_loses_nothing_and_reruns_to_the_roomy_result",
     "reliability/test_fuzz.py::test_fuzz_adapter_parse_never_raises",
     "reliability/test_fuzz.py::test_fuzz_records_parse_raises_only_record_error",
     "reliability/test_bad_input.py::test_a_1_gib_transcript_neither_crashes_nor_eats_unbounded_memory",

@@ -69,7 +69,7 @@ def main(argv=None) -> int:
             try:
                 return run(h, progress=progress("normalizing: session", args.quiet))
             except Exception as e:
-                if not (isinstance(e, OSError) or out_of_space(e)):
+                if not (isinstance(e, OSError) or out_of_space(e, home)):
                     raise
                 error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
                            "check that it is writable and the disk is not full; pending events are kept")
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     try:
         stats = run(home, progress=progress("normalizing: session", args.quiet))
     except Exception as e:
-        if not (isinstance(e, OSError) or out_of_space(e)):
+        if not (isinstance(e, OSError) or out_of_space(e, home)):
             raise
         error_line("cannot work in the Cortex home %s: %s" % (home.root, getattr(e, "strerror", None) or e),
                    "check that it is writable and the disk is not full; pending events are kept")

@@ -53,6 +53,8 @@ def nothing_to_do(home: Home) -> bool:
                 return False
         except FileNotFoundError:
             pass
+    if os.path.exists(home.path("state", "running")):  # the last run stopped before its end (full disk, kill)
+        return False
     return not index_lost(home, quick=True)
 
 
@@ -96,14 +98,38 @@ def index_lost(home: Home, quick: bool = False) -> bool:
     return _has_record_files(home)
 
 
-def out_of_space(e: BaseException) -> bool:
-    """A write failed because the disk is full or read-only (the run must stop, not quarantine)."""
+LOW_SPACE = 16 << 20  # bytes free under which any failure is taken for the disk's (see out_of_space)
+
+
+def out_of_space(e: BaseException, home: Home = None) -> bool:
+    """A write failed because the disk is full or read-only (the run must stop, not quarantine).  With
+    `home`, any failure while its disk has less than LOW_SPACE free counts too: a full disk surfaces in
+    more shapes than these errors (SQLite cannot open its WAL, a library wraps the OSError), and an event
+    kept for the next run costs nothing, where one quarantined for the disk is lost until `inbox retry`."""
     import errno
     import sqlite3
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1), errno.EFBIG, errno.EROFS):
         return True
-    return isinstance(e, sqlite3.OperationalError) and any(
-        w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database"))
+    if isinstance(e, sqlite3.OperationalError) and any(
+            w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database",
+                                          "unable to open database file")):
+        return True
+    return home is not None and low_space(home.root)
+
+
+def low_space(path: str, floor: int = LOW_SPACE) -> bool:
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return False
+    return st.f_bavail * st.f_frsize < floor
+
+
+def index_corrupt(e: BaseException) -> bool:
+    """SQLite found the index file damaged ("database disk image is malformed", "file is not a database")."""
+    import sqlite3
+    return isinstance(e, sqlite3.DatabaseError) and any(
+        w in str(e).lower() for w in ("malformed", "file is not a database", "database corrupt"))
 
 
 FINGERPRINT_BYTES = 4096
@@ -167,6 +193,7 @@ class Run:
         self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
                       "unchanged": 0, "rejected": 0, "bytes": 0}
         self.touched_scopes = set()
+        self.rebuilt = False  # the index was found corrupt and rebuilt in this run
 
     # -- events -------------------------------------------------------------------------
     def sweep_leftovers(self, stale_after: float = 3600.0):
@@ -217,7 +244,8 @@ class Run:
 
     def run(self):
         from cortex.store import journal
-        journal.replay(self.home, self.cfg, log=self.log)  # what a killed command (forget, import...) left half done
+        # what a killed command (forget, import...) left half done
+        self.with_index(journal.replay, self.home, self.cfg, log=self.log)
         self.sweep_leftovers()
         if index_lost(self.home):  # a full disk cut its creation: rebuilt from the record files
             from cortex.store.indexer import reindex
@@ -237,11 +265,11 @@ class Run:
         for i, (key, evs) in enumerate(sorted(groups.items(), key=lambda kv: min(e["captured_at"] for _, e in kv[1]))):
             evs.sort(key=lambda ne: (ne[1]["captured_at"], ne[0]))
             try:
-                self.session(evs)
+                self.with_index(self.session, evs)
             except Exception as e:  # one broken session never stops the batch
-                if out_of_space(e):
+                if out_of_space(e, self.home):
                     # not the events' fault: stop here, leave them claimed, and the next run resumes
-                    self.log.error("normalize_stopped", reason="no space or read-only: %s" % e,
+                    self.log.error("normalize_stopped", reason="no space or read-only: %s: %s" % (type(e).__name__, e),
                                    hint="free disk space; pending events are kept")
                     raise
                 self.log.exception("session_failed", session=key[1], client=key[0])
@@ -250,8 +278,8 @@ class Run:
                                      "fix the cause, then `cortex inbox retry`" % (type(e).__name__, e))
             if self.progress:
                 self.progress(i + 1, len(groups))
-        self.finish_index()
-        self.prune_episodes()
+        self.with_index(self.finish_index)
+        self.with_index(self.prune_episodes)
         self.cleanup_blobs()
         self.prune_done()
         try:
@@ -259,6 +287,32 @@ class Run:
         except OSError:
             pass
         return self.stats
+
+    def with_index(self, fn, *args, **kwargs):
+        """fn(...), and once more after rebuilding the index from the record files and episodes if it found
+        the index corrupt ("database disk image is malformed"): the records are the truth, the index is
+        derived from them, so its events are never quarantined for it (issue #18, defect 8)."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            if not index_corrupt(e) or self.rebuilt:
+                raise
+            self.rebuild_index(e)
+        return fn(*args, **kwargs)
+
+    def rebuild_index(self, e):
+        """Replace a corrupt index by one rebuilt from records/ and episodes/ (`cortex reindex`)."""
+        from cortex.store.indexer import reindex
+        self.rebuilt = True
+        self.log.error("index_corrupt", error="%s: %s" % (type(e).__name__, e),
+                       action="the index is rebuilt from the record files and episodes")
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(self.home.index_db + suffix)
+            except FileNotFoundError:
+                pass
+        reindex(self.home, self.cfg, log=self.log)
+        self.stats["index_rebuilt"] = True
 
     def _fail(self, name, reason):
         self.log.warning("event_failed", event_file=name, reason=reason)
@@ -512,13 +566,29 @@ class Run:
             self.store.changed.clear()
 
     def finish_index(self):
-        from cortex.curate.consolidate import lifecycle
         from cortex.store.journal import intent
         if not self.all_changed and not self.stats["sessions"]:
+            # nothing new, but a run that stopped before its ranking (a full disk, a kill) left scopes
+            # whose shortlist lacks the records it wrote: rank them now
+            scopes = self.unranked_scopes()
+            if scopes:
+                self.log.info("shortlist_repaired", scopes=len(scopes))
+                self.index_changes(scopes)
             return
         with intent(self.home) as j:  # the lifecycle's changes stay journaled until indexed below
             self._finish_index()
             j.done()
+
+    def unranked_scopes(self) -> set:
+        if not os.path.exists(self.home.index_db):
+            return set()
+        from cortex.store.index import connect
+        from cortex.store.shortlist import unranked_scopes
+        con = connect(self.home.index_db, readonly=True)
+        try:
+            return unranked_scopes(con)
+        finally:
+            con.close()
 
     def _finish_index(self):
         from cortex.curate.consolidate import lifecycle
@@ -535,7 +605,8 @@ class Run:
                     scopes.add(sid)
             finally:
                 con.close()
-        self.index_changes(scopes)
+        # with those of an earlier run that stopped between writing its rows and ranking them
+        self.index_changes(scopes | self.unranked_scopes())
 
     def prune_done(self):
         """Processed events are kept for inspection for a while, then deleted."""

@@ -8,6 +8,8 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   sessions     session id -> records it produced (for SessionStart after compaction)
   candidates   per scope, the records pre-ranked by the normalizer for session start
   candidates_ranked  per scope, when its candidates were last ranked over the whole scope (and over how many)
+  unranked     records written since their scope's candidates were ranked (written with the rows, cleared by
+               the ranking): a run stopped before its ranking (a full disk, a kill) leaves them for the next
   meta         corpus statistics (document count, total length, idf sum) and build info
   passages     one row per episode passage (episodes/<project>/<session>.md: a turn with its neighbours):
                its session, project, client, time, turn range and file
@@ -53,6 +55,7 @@ CREATE TABLE IF NOT EXISTS candidates(scope_id TEXT NOT NULL, rank INTEGER NOT N
 CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at REAL NOT NULL, active INTEGER)
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS unranked(scope_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(scope_id, id)) WITHOUT ROWID;
 """
 
 
@@ -107,7 +110,11 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
             create(path)
         con = sqlite3.connect(path, timeout=10.0)
         con.execute("PRAGMA mmap_size=0")
-        con.execute("PRAGMA journal_mode=WAL")
+        mode = con.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":  # readers must never wait for a writer, nor see half a write
+            con.close()
+            raise sqlite3.OperationalError("disk I/O error: the index %s could not be switched to WAL mode "
+                                           "(journal mode %s)" % (path, mode))
         con.execute("PRAGMA synchronous=NORMAL")
         # the bytes of a deleted row (a record's text after `forget --hard`, the old version of a re-indexed
         # record) are overwritten with zeros instead of staying in free space; SQLite's default is off unless
@@ -150,7 +157,12 @@ def has_tables(path: str) -> bool:
 def create(path: str):
     """Create the index with its whole schema in a temp file beside it, then rename it into place, so a
     full disk never leaves a database without tables where the index should be (issue #18, defect 9).
-    Replaces a table-less file, and any WAL left beside it (it would be replayed into the new file)."""
+    Replaces a table-less file, and any WAL left beside it (it would be replayed into the new file).
+
+    The temp file is written with SQLite's rollback journal, not WAL: a full disk then fails the commit
+    itself with "database or disk is full" (the normalizer keeps its events for the next run), where a WAL
+    that could not be checkpointed on close went unnoticed by SQLite and failed the session with a
+    plain error (its event was quarantined).  `connect` switches the file to WAL when it opens it."""
     folder = os.path.dirname(path)
     tmp = os.path.join(folder, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
@@ -160,18 +172,16 @@ def create(path: str):
         con = sqlite3.connect(tmp)
         try:
             os.chmod(tmp, 0o600)
-            con.execute("PRAGMA journal_mode=WAL")
+            con.execute("PRAGMA journal_mode=DELETE")
             con.executescript(DDL)
             con.commit()
         finally:
-            con.close()  # the last connection checkpoints the WAL into the file and removes it
+            con.close()
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
-        if os.path.exists(tmp + "-wal"):
-            raise OSError("the new index's WAL was not checkpointed")
         for suffix in ("-wal", "-shm"):
             try:
                 os.unlink(path + suffix)
@@ -272,6 +282,9 @@ class Index:
         return self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
 
     def _remove(self, rec_id: str, postings: bool = True):
+        old = self.con.execute("SELECT scope_id FROM records WHERE id=?", (rec_id,)).fetchone()
+        if old is not None:  # its scope's shortlist may hold it: ranked again
+            self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (old[0], rec_id))
         if postings:
             cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
             terms = [r[0] for r in cur]
@@ -299,6 +312,7 @@ class Index:
         self._remove(rec["id"], postings=not same)
         sessions = record_sessions(rec)
         self.con.execute(INSERT_RECORD, record_row(rec, relative_path(self.root, path), len(toks), sessions))
+        self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (rec["scope_id"], rec["id"]))
         if not same:
             self.stats_changed = True
         if tf and not same:

@@ -343,7 +343,8 @@ def _reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         if not has_postings_dl(con):
             con.execute("DROP TABLE main.postings")
             con.execute(POSTINGS_DDL)
-        for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta"):
+        for table in ("records", "postings", "terms", "sessions", "candidates", "candidates_ranked", "meta",
+                      "unranked"):
             con.execute("DELETE FROM main.%s" % table)
         for rid, seq in losers:
             for name in names:

@@ -25,6 +25,19 @@ def compute_candidates(idx: Index, cfg: dict, scope_id: str, now: float = None):
                            (scope_id,)).fetchall()
     _store_candidates(idx, cfg, scope_id, _candidate_recs(rows), now)
     idx.con.execute("INSERT OR REPLACE INTO candidates_ranked VALUES(?, ?, ?)", (scope_id, now, len(rows)))
+    idx.con.execute("DELETE FROM unranked WHERE scope_id=?", (scope_id,))
+
+
+def unranked_scopes(con) -> set:
+    """The scopes holding records written since their shortlist was ranked (a run that stopped before
+    its ranking: a full disk, a kill)."""
+    import sqlite3
+    try:
+        return {r[0] for r in con.execute("SELECT DISTINCT scope_id FROM unranked")}
+    except sqlite3.OperationalError as e:
+        if "no such table" in str(e):  # an index from before the table, read before a writer added it
+            return set()
+        raise
 
 
 def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: float = None):
@@ -33,7 +46,8 @@ def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: f
     candidates and the changed records are re-ranked (the records outside the list did not change, and an
     hour of decay does not carry one past hundreds of others into the few dozen the block shows).
     Otherwise, and at least hourly, the whole scope is ranked again.  (rank.order counts the active days
-    of the records it is given; here those are the candidates', as at session start.)"""
+    of the records it is given; here those are the candidates', as at session start.)  The records
+    written since the scope was last ranked (table `unranked`) join the changed ones."""
     now = time.time() if now is None else now
     con = idx.con
     row = con.execute("SELECT full_at, active FROM candidates_ranked WHERE scope_id=?", (scope_id,)).fetchone()
@@ -42,6 +56,8 @@ def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: f
         return compute_candidates(idx, cfg, scope_id, now)
     pool = {r[0] for r in con.execute("SELECT id FROM candidates WHERE scope_id=?", (scope_id,))}
     pool.update(changed_ids)
+    # every record written since the last ranking, this run's and those of a run that stopped before ranking
+    pool.update(r[0] for r in con.execute("SELECT id FROM unranked WHERE scope_id=?", (scope_id,)))
     pool = sorted(pool)
     rows = []
     for i in range(0, len(pool), 500):  # by id (primary key seeks), then the scope and status are checked here
@@ -50,6 +66,7 @@ def refresh_candidates(idx: Index, cfg: dict, scope_id: str, changed_ids, now: f
                                              % (CANDIDATE_COLUMNS, ",".join("?" * len(chunk))), chunk)
                  if r[-1] == scope_id and r[2] == "active"]
     _store_candidates(idx, cfg, scope_id, _candidate_recs(rows), now)
+    con.execute("DELETE FROM unranked WHERE scope_id=?", (scope_id,))
 
 
 def _store_candidates(idx: Index, cfg: dict, scope_id: str, recs: list, now: float):

@@ -210,6 +210,22 @@ def test_two_sessions_in_one_batch_are_both_read(home, tmp_path):
     assert sessions == {"1af7fc5e-8455-4414-9ccd-011d40f70b2a", "4c2ddfdc-b619-4525-8d03-1950fb1b0257"}
 
 
+def test_a_big_scope_ranked_incrementally_gets_the_run_s_new_records(home, tmp_path, monkeypatch):
+    """A scope over shortlist.INCREMENTAL_FROM active records, ranked less than an hour ago, is re-ranked
+    from its old candidates and the records that changed.  Before: the end of a run passed only the
+    lifecycle's changes, not the records the run wrote, so the second session's records (6 of 9 in the
+    scope here) never reached the shortlist session start reads until the hourly full ranking."""
+    from cortex.store import shortlist
+    monkeypatch.setattr(shortlist, "INCREMENTAL_FROM", 0)  # every scope is a big one
+    feed(home, "cc-2.1.4", dest=tmp_path / "c")
+    normalize(home)
+    feed(home, "cc-2.0.76", dest=tmp_path / "c")  # the same project
+    normalize(home)
+    active = {r[0] for r in db_rows(home.index_db, "records") if r[5] == "active"}
+    cands = {r[2] for r in db_rows(home.index_db, "candidates")}
+    assert len(active) > 3 and active <= cands
+
+
 # --------------------------------------------------------------------------- cursor, idempotence, determinism
 
 CURSOR_CASES = [("cc-1.0.98", "lines"), ("cc-1.0.108", "lines"), ("cc-1.0.108", "bytes"), ("cc-2.0.64", "lines"),
