@@ -579,6 +579,47 @@ class Run:
             self._finish_index()
             j.done()
 
+    # The lifecycle pass reads every record (0.5 s at 100,000); decay counts active days, so its outcome
+    # changes with the day, or with activity written for a past day (a catch-up run): within the hour of the last pass, on the same
+    # day, with nothing written on an earlier day, it is skipped (an archive is at most an hour late).
+    LIFECYCLE_EVERY = 3600.0
+
+    def lifecycle_due(self) -> bool:
+        now = time.time() if self.now is None else self.now
+        try:
+            with open(self.home.path("state", "lifecycle.json"), encoding="utf-8") as f:
+                last = float(json.load(f)["at"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return True
+        if not (last <= now < last + self.LIFECYCLE_EVERY) or int(now // 86400) != int(last // 86400):
+            return True
+        return self.wrote_on_an_earlier_day(int(now // 86400))
+
+    def wrote_on_an_earlier_day(self, today: int) -> bool:
+        ids = sorted(self.all_changed | self.store.changed)
+        if not ids or not os.path.exists(self.home.index_db):
+            return bool(ids)
+        from cortex.store.index import connect
+        con = connect(self.home.index_db, readonly=True)
+        try:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                for (times,) in con.execute("SELECT times FROM records WHERE id IN (%s)" % ",".join("?" * len(chunk)),
+                                            chunk):
+                    seen = json.loads(times or "[]")  # its newest time is what this run added
+                    if seen and int(max(seen) // 86400) < today:
+                        return True
+        finally:
+            con.close()
+        return False
+
+    def lifecycle_done(self):
+        now = time.time() if self.now is None else self.now
+        try:
+            atomic_write_text(self.home.path("state", "lifecycle.json"), json.dumps({"at": now}) + "\n")
+        except OSError:
+            pass  # the next run passes again: nothing lost
+
     def unranked_scopes(self) -> set:
         if not os.path.exists(self.home.index_db):
             return set()
@@ -592,9 +633,11 @@ class Run:
 
     def _finish_index(self):
         from cortex.curate.consolidate import lifecycle
-        for rid, action, why in lifecycle(self.home, self.store, self.cfg, now=self.now):
-            self.stats[action + "d"] = self.stats.get(action + "d", 0) + 1
-            self.log.info("lifecycle", record=rid, action=action, reason=why)
+        if self.lifecycle_due():
+            for rid, action, why in lifecycle(self.home, self.store, self.cfg, now=self.now):
+                self.stats[action + "d"] = self.stats.get(action + "d", 0) + 1
+                self.log.info("lifecycle", record=rid, action=action, reason=why)
+            self.lifecycle_done()
         scopes = set(self.touched_scopes)
         if self.store.changed:
             from cortex.store.index import connect

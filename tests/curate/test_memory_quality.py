@@ -453,3 +453,27 @@ def test_a_series_of_sessions_with_switches_and_amendments_keeps_only_the_curren
         s.stop(home)
     normalize.run(home)
     assert sorted((os.path.basename(p), open(p).read()) for p in iter_paths(home.records)) == first
+
+
+def test_the_lifecycle_pass_runs_once_an_hour_unless_the_day_changes_or_a_past_day_is_written(env):
+    home, project, root = env
+    now = time.time()
+    stamp = home.path("state", "lifecycle.json")
+
+    def run_at(t, sid, ago=0.0):
+        s = Session(root, project, sid, t - ago - 600)
+        s.user("Add the export button to the %s page, then run the tests." % sid)
+        s.tool("Write", file_path=os.path.join(project, "%s.py" % sid), content="x")
+        s.stop(home)
+        normalize.run(home, now=t)
+        return json.load(open(stamp))["at"]
+
+    first = run_at(now, "s1")
+    assert first == now
+    # ten minutes later, the same day, only today's work: the pass is skipped (its stamp stays)
+    later = now + 600 if int((now + 600) // 86400) == int(now // 86400) else now + 1
+    assert run_at(later, "s2") == first
+    # a catch-up run writing a session of three days ago: its active day can archive records now
+    assert run_at(later + 1, "s3", ago=3 * 86400) == later + 1
+    # an hour on: due again
+    assert run_at(later + 3601, "s4") == later + 3601
