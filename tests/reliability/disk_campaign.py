@@ -294,7 +294,7 @@ class Campaign:
             os.makedirs(folder, exist_ok=True)
             path = os.path.join(folder, "tagged-%d.jsonl" % i)
             if not os.path.exists(path):
-                transcript(path, TAGGED_NOTES, 100 + i, "/work/tagged/project-%d" % (i % 2), t0 + 600 * i)
+                transcript(path, TAGGED_NOTES, 100 + i, "/srv/tagged/project-%d" % (i % 2), t0 + 600 * i)
             self.main[n] = os.path.relpath(path, self.fixtures)
             self.clients[n] = "claude-code"
         self.order = [n for pair in zip(SESSIONS, sorted(k for k in self.main if k.startswith("tagged-")) + [None] * 8)
