@@ -12,10 +12,9 @@ src/…`, `- ran pytest … → exit 1 / …`).  The first sessions carry the id
 sessions (`s0`, `s1`, …), so records and passages of one conversation meet in the merged order as they
 do in a real home.  90% of the sessions are in the project, 10% in another project.
 
-`index_passages` fills the `passages` and `passages_fts` tables in one transaction with the rows
-`cortex reindex` (`indexer.reindex_passages`) would insert, in its order (projects, then files, sorted),
-by `executemany`: the same rows, rowids and FTS5 segments, without reading the files back.
-`tests/bench/test_bench.py` compares the two on a small home.
+`index_passages` fills the `passages` and `passages_fts` tables with `cortex reindex`'s own step
+(`indexer.reindex_passages`: one transaction, bulk inserts); `tests/bench/test_bench.py` checks that it gives
+what the normalizer's incremental updates give from the same files.
 """
 import os
 
@@ -179,54 +178,8 @@ def write_episodes(home, n_passages: int, project_id: str, seed: int = 7, now: f
             "index_s": time.perf_counter() - t1}
 
 
-def index_passages(home, batch: int = 20000) -> int:
-    """Rebuild the passages tables from episodes/ as `indexer.reindex_passages` does (same rows, same
-    rowids, same order, one transaction), with `executemany` in batches.  Returns the passage count."""
-    from cortex.store import episodes
-    from cortex.store.index import drop_terms_stamp, fts_term, has_fts, set_passage_terms
-    from cortex.store.indexer import Index, passage_rows
-    idx = Index(home.index_db)
-    n, tokens = 0, 0
-    try:
-        con = idx.con
-        fts = has_fts(con)
-        con.execute("BEGIN IMMEDIATE")
-        con.execute("DELETE FROM passages")
-        if fts:
-            con.execute("DELETE FROM passages_fts")
-            drop_terms_stamp(con)
-        rows, bodies = [], []
-
-        def flush():
-            con.executemany("INSERT INTO passages(rid, id, session, anchor, project, client, at, first_turn, "
-                            "last_turn, path) VALUES(?,?,?,?,?,?,?,?,?,?)", rows)
-            if fts:
-                con.executemany("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", bodies)
-            del rows[:], bodies[:]
-
-        for path in episodes.iter_paths(home.episodes):
-            front, turns = episodes.read(path)
-            if front.get("archived"):
-                continue
-            sid = front["session"]
-            for anchor, project, client, at, first, last, rel, terms in passage_rows(front, turns, path):
-                n += 1
-                rows.append((n, "%s:%d" % (sid, anchor), sid, anchor, project, client, at, first, last, rel))
-                bodies.append((n, " ".join(fts_term(t) for t in terms)))
-                tokens += len(terms)
-            if len(rows) >= batch:
-                flush()
-        flush()
-        if fts:
-            set_passage_terms(con, n, tokens)
-        con.execute("COMMIT")
-        idx.truncate_wal()
-    except BaseException:
-        try:
-            idx.con.rollback()
-        except Exception:
-            pass
-        raise
-    finally:
-        idx.close()
-    return n
+def index_passages(home) -> int:
+    """The passages tables rebuilt from episodes/ by `cortex reindex`'s own step
+    (`indexer.reindex_passages`, bulk inserts in one transaction).  Returns the passage count."""
+    from cortex.store.indexer import reindex_passages
+    return reindex_passages(home)["passages"]

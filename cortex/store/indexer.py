@@ -86,10 +86,12 @@ def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
         idx.close()
 
 
-def reindex_passages(home, log=None) -> dict:
-    """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported."""
+def reindex_passages(home, log=None, batch: int = 20000) -> dict:
+    """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported.
+    The tables are emptied first, so rows go in with `executemany` in batches (rowids 1..n in file order);
+    a session met twice (a copied episode file) is replaced as an incremental update would."""
     from cortex.store import episodes
-    from cortex.store.index import drop_terms_stamp, has_fts, put_passages, set_passage_terms
+    from cortex.store.index import drop_terms_stamp, fts_term, has_fts, put_passages, set_passage_terms
     idx = Index(home.index_db)
     n, bad, tokens = 0, [], 0
     try:
@@ -100,6 +102,15 @@ def reindex_passages(home, log=None) -> dict:
         if fts:
             con.execute("DELETE FROM passages_fts")
             drop_terms_stamp(con)  # counted whole below, not passage by passage
+        rows, bodies, seen = [], [], {}  # session -> its tokens (one FTS5 token a term: index.fts_term)
+
+        def flush():
+            con.executemany("INSERT INTO passages(rid, id, session, anchor, project, client, at, first_turn, "
+                            "last_turn, path) VALUES(?,?,?,?,?,?,?,?,?,?)", rows)
+            if fts:
+                con.executemany("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", bodies)
+            del rows[:], bodies[:]
+
         for path in episodes.iter_paths(home.episodes):
             try:
                 front, turns = episodes.read(path)
@@ -112,12 +123,27 @@ def reindex_passages(home, log=None) -> dict:
                 continue
             if front.get("archived"):
                 continue  # forget --session: kept on disk, out of search
-            rows = passage_rows(front, turns, path)
-            put_passages(con, front["session"], rows)
-            n += len(rows)
-            tokens += sum(len(r[7]) for r in rows)  # one FTS5 token a term (index.fts_term)
+            sid = front["session"]
+            found = passage_rows(front, turns, path)
+            mine = sum(len(r[7]) for r in found)
+            tokens += mine - seen.get(sid, 0)
+            if sid in seen:
+                flush()
+                put_passages(con, sid, found)
+                n = con.execute("SELECT COALESCE(MAX(rid), 0) FROM passages").fetchone()[0]
+                seen[sid] = mine
+                continue
+            seen[sid] = mine
+            for anchor, project, client, at, first, last, rel, terms in found:
+                n += 1
+                rows.append((n, "%s:%d" % (sid, anchor), sid, anchor, project, client, at, first, last, rel))
+                bodies.append((n, " ".join(fts_term(t) for t in terms)))
+            if len(rows) >= batch:
+                flush()
+        flush()
+        count = con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
         if fts:
-            set_passage_terms(con, n, tokens)
+            set_passage_terms(con, count, tokens)
         con.execute("COMMIT")
         idx.truncate_wal()
     except BaseException:
@@ -128,7 +154,7 @@ def reindex_passages(home, log=None) -> dict:
         raise
     finally:
         idx.close()
-    return {"passages": n, "unreadable": bad}
+    return {"passages": count, "unreadable": bad}
 
 
 # -- full rebuild ----------------------------------------------------------------------------------

@@ -85,9 +85,9 @@ def test_bench_with_passages_measures_the_search_cases_in_a_home_with_episodes(t
     assert rows[2].target == ("ratio", 4.0) and rows[3].target == ("ratio", 5.0)
 
 
-def test_bench_passages_are_the_rows_reindex_makes(tmp_path):
-    """The bench's bulk load of the passages tables gives what `cortex reindex` (indexer.reindex_passages)
-    gives from the same episode files: the same rows, rowids, FTS5 bodies and FTS5 segments."""
+def test_bench_passages_bulk_reindex_equals_incremental_updates(tmp_path):
+    """The bench's episodes, indexed by `cortex reindex`'s bulk step (indexer.reindex_passages), give the
+    passages, FTS5 bodies and term counts the normalizer's incremental updates give from the same files."""
     import shutil
     from cortex.bench import passages as bp
     from cortex.store import episodes
@@ -106,10 +106,31 @@ def test_bench_passages_are_the_rows_reindex_makes(tmp_path):
     assert n == 1234
     shutil.copytree(info["home"], str(tmp_path / "copy"))
     other = Home(str(tmp_path / "copy"))
-    assert bp.index_passages(home, batch=100) == 1234
-    assert indexer.reindex_passages(other)["passages"] == 1234
-    for table in ("passages", "passages_fts", "passages_fts_data", "passages_fts_docsize", "passages_fts_idx"):
-        assert db_rows(home.index_db, table) == db_rows(other.index_db, table), table
+    # a copied episode file (the same session twice) is replaced, as an incremental update replaces it
+    dup = paths[0] + ".copy.md"
+    shutil.copyfile(paths[0], dup)
+    shutil.copyfile(paths[0], os.path.join(other.episodes, os.path.relpath(dup, home.episodes)))
+    assert bp.index_passages(home) == 1234  # cortex reindex's step, in bulk
+    # what the normalizer's incremental updates give from the same files
+    for p in sorted(episodes.iter_paths(other.episodes)):
+        front, turns = episodes.read(p)
+        indexer.update_passages(other, front, turns, p)
+    import sqlite3
+    for con_path in (home.index_db, other.index_db):
+        con = sqlite3.connect(con_path)
+        assert con.execute("SELECT COUNT(*) FROM passages").fetchone()[0] == 1234
+        con.close()
+
+    def content(db):
+        con = sqlite3.connect(db)
+        try:
+            return (sorted(con.execute("SELECT id, session, anchor, project, client, at, first_turn, last_turn, path "
+                                       "FROM passages")),
+                    sorted(con.execute("SELECT p.id, f.body FROM passages p JOIN passages_fts f ON f.rowid=p.rid")),
+                    sorted(con.execute("SELECT term, df FROM passage_terms")))
+        finally:
+            con.close()
+    assert content(home.index_db) == content(other.index_db)
     # the same generator gives the same episodes
     again = Home(str(tmp_path / "again"))
     again.ensure()
