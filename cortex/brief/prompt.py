@@ -77,11 +77,23 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         row.update(kind="episode", tier=0, bm25=s, relevance=rel, score=rel + WEIGHTS["recency"] * recency(row["at"]))
     passages = add_session_support([row for _, row in found])
 
+    files = {}  # episode file -> its turns: a file is read only for a passage that may be printed or lift a record
+
     def terms_of(h):
         if "_terms" not in h:
-            h["_terms"] = set(tokenize(" ".join(t["text"] for t in h["turns_text"]) if h["kind"] == "episode"
+            h["_terms"] = set(tokenize(" ".join(t["text"] for t in _load(home, h, files)) if h["kind"] == "episode"
                                        else h["text"]))
         return h["_terms"]
+
+    def printable(p) -> bool:
+        """A passage is printed only if its turns hold min_terms of the prompt's terms and fit the budget."""
+        if "_ok" not in p:
+            turns = _load(home, p, files)
+            p["_ok"] = bool(turns) and len(set(terms) & terms_of(p)) >= pcfg["min_terms"]
+            if p["_ok"]:
+                p["tokens"] = _passage_cost(p)
+                p["_ok"] = p["tokens"] <= pcfg["max_tokens"]
+        return p["_ok"]
 
     shown = []
 
@@ -99,11 +111,11 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
             break
         if h["kind"] != "episode" and in_block(h["id"]):
             sess = set(h.get("sessions") or ())
-            h = next((p for p in passages if p["session"] in sess and p["id"] not in used), None)
+            h = next((p for p in passages if p["session"] in sess and p["id"] not in used and printable(p)), None)
             if h is None:
                 continue
         if h["kind"] == "episode":
-            if h["id"] in used:
+            if h["id"] in used or not printable(h):
                 continue
             used.add(h["id"])
             if n_passages >= pcfg["max_passages"]:
@@ -136,31 +148,26 @@ def _candidate_ids(con, scope_ids: set):
 
 def passage_candidates(home, con, terms: list, project_id: str, session_id, pcfg: dict) -> list:
     """[(score, passage)]: the best passages of earlier sessions of this project that clear
-    min_passage_score and hold at least min_terms of the prompt's distinct terms, best first."""
+    min_passage_score, best first.  Their files are not read here (see search: `printable`)."""
     if not pcfg.get("passages", True) or pcfg.get("max_passages", 1) < 1:
         return []
     from cortex.store.index import passage_scores
-    from cortex.store.terms import tokenize
-    want = set(terms)
-    out, cache = [], {}
+    out = []
     for s, row in passage_scores(con, terms, {project_id}, limit=POOL, min_score=pcfg["min_passage_score"]):
         if session_id and row["session"] == str(session_id):
             continue  # what this session said is in its own context already
-        from cortex.store.episodes import episode_file
-        row["path"] = episode_file(home, row["path"]) or ""
-        turns = _passage_turns(row, cache)
-        if not turns:
-            continue
-        shared = want & set(tokenize(" ".join(t["text"] for t in turns)))
-        if len(shared) < pcfg["min_terms"]:
-            continue
-        row["turns_text"] = turns
         row["type"] = "episode"
-        row["tokens"] = _passage_cost(row)
-        if row["tokens"] > pcfg["max_tokens"]:
-            continue
         out.append((s, row))
     return out
+
+
+def _load(home, row: dict, files: dict) -> list:
+    """The turns a passage line quotes (its anchor and the reply), read once per file."""
+    if "turns_text" not in row:
+        from cortex.store.episodes import episode_file
+        row["path"] = episode_file(home, row["path"]) or ""
+        row["turns_text"] = _passage_turns(row, files)
+    return row["turns_text"]
 
 
 def _passage_turns(row: dict, cache: dict = None) -> list:
