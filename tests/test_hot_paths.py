@@ -23,10 +23,10 @@ SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.br
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
                  "cortex.store.index"}
 # (the prompt below finds nothing worth saying, so the output envelope, clients.spec, is not loaded)
-# (store.fts_topk: the passage search of a query of two words or more; math and sqlite3 only, ~0.3 ms.  The
+# (store.search: the engine of records and passages, which loads tantivy, a Rust extension: ~4 ms.  The
 # block itself is built (model.freshness, model.decay) only when a record it may show reaches the lines: not here)
 PROMPT = SESSION_START - {"cortex.clients.spec", "cortex.model.freshness", "cortex.model.decay"} | {
-    "cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder", "cortex.store.fts_topk"}
+    "cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder", "cortex.store.search"}
 
 CWD = "/path/to/Demo"  # the cwd the 1.0.x fixtures recorded
 

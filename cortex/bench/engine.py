@@ -1,6 +1,7 @@
-"""Which engine holds episode passages: SQLite FTS5 bm25() or Cortex's own postings tables?
+"""Which engine holds episode passages: tantivy (the engine since issue #14's scale work), SQLite FTS5
+bm25(), or Cortex's own postings tables?
 
-    python -m cortex.bench.engine [--passages N] [--engines fts5,postings] [--dir DIR]
+    python -m cortex.bench.engine [--passages N] [--engines tantivy,fts5,postings] [--dir DIR]
 
 Synthetic passages (a Zipf vocabulary of 50,000 words, 40-160 tokens each, a fixed seed) are loaded into
 a fresh SQLite file per engine, the way each would be filled in bulk (`cortex reindex`): FTS5 gets one row
@@ -8,8 +9,10 @@ per passage (the terms as Cortex's tokenizer would give them, space-separated), 
 (term, dl, tf, id) rows in key order and the terms' document frequencies, as index.Index holds them.
 Then 200 queries of 3-8 words (drawn like the text without its 300 most frequent words, as Cortex's
 query terms carry no stopwords) are scored: FTS5 by
-`ORDER BY rank LIMIT 50`, postings by `index.bm25_scores` and a top-50 sort.  Reports build seconds,
-file size and query milliseconds (median, p95).  Results are in docs/benchmarks.md.
+`ORDER BY rank LIMIT 50`, postings by `index.bm25_scores` and a top-50 sort, tantivy by
+`store.search.Reader.top(terms, 50)` (what recall and the prompt call).  Reports build seconds, size on
+disk and query milliseconds (median, p95), each query in this process with a warm page cache.  Results
+are in docs/benchmarks.md.
 """
 import json
 import os
@@ -130,7 +133,32 @@ def query_postings(path: str, queries) -> list:
     return out
 
 
+def build_tantivy(path: str, n: int) -> float:
+    from cortex.store import search
+    os.makedirs(path, exist_ok=True)
+    t0 = time.time()
+    w = search.Writer(None, "passages", path=path)
+    for i, words in corpus(n):
+        w.add("p%d" % i, {"project": "p", "session": "s%d" % (i // 10)}, " ".join(words))
+    w.commit()
+    w.close(wait_merges=True)
+    return time.time() - t0
+
+
+def query_tantivy(path: str, queries) -> list:
+    from cortex.store import search
+    reader = search.Reader(None, "passages", path=path)
+    out = []
+    for q in queries:
+        t0 = time.perf_counter()
+        reader.top(q, 50)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
 def size(path: str) -> int:
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
 
 
@@ -138,7 +166,7 @@ def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(prog="python -m cortex.bench.engine")
     ap.add_argument("--passages", type=int, default=100000)
-    ap.add_argument("--engines", default="fts5,postings")
+    ap.add_argument("--engines", default="tantivy,fts5,postings")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--reuse", action="store_true", help="query the files a previous run built (no build)")
     args = ap.parse_args(argv)
@@ -146,15 +174,17 @@ def main(argv=None) -> int:
     os.makedirs(folder, exist_ok=True)
     results = {}
     for engine in args.engines.split(","):
-        path = os.path.join(folder, "%s-%d.sqlite" % (engine, args.passages))
+        path = os.path.join(folder, "%s-%d%s" % (engine, args.passages, "" if engine == "tantivy" else ".sqlite"))
         secs = None
         if not args.reuse:
+            import shutil
+            shutil.rmtree(path, ignore_errors=True) if engine == "tantivy" else None
             for p in (path, path + "-wal", path + "-shm"):
-                if os.path.exists(p):
+                if os.path.isfile(p):
                     os.unlink(p)
-            build = build_fts5 if engine == "fts5" else build_postings
+            build = {"fts5": build_fts5, "tantivy": build_tantivy}.get(engine, build_postings)
             secs = round(build(path, args.passages), 1)
-        qs = (query_fts5 if engine == "fts5" else query_postings)(path, queries())
+        qs = {"fts5": query_fts5, "tantivy": query_tantivy}.get(engine, query_postings)(path, queries())
         qs.sort()
         results[engine] = {"passages": args.passages, "build_s": secs, "size_mb": round(size(path) / 1e6, 1),
                            "query_ms_median": round(statistics.median(qs), 1),

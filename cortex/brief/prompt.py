@@ -4,7 +4,7 @@ Prints the few records most relevant to the prompt that the session-start block
 does not already carry -- only when they clear a score threshold, within a small
 token budget.  The best passage of an earlier session of the project (episodes: what was
 said, see docs/records.md) joins them if it clears its own threshold
-(`prompt.min_passage_score`, FTS5 bm25) and shares at least `min_terms` terms with the
+(`prompt.min_passage_score`, the search engine's bm25) and shares at least `min_terms` terms with the
 prompt: first when no decision record answers, after the records when one does and the
 passage is from another session and fits the budget.  Each line carries its date and session.  Same
 rules as session start: light imports, no output when there is nothing worth
@@ -28,7 +28,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     from cortex.model import rank
     from cortex.model import scope
     from cortex.model.hitorder import WEIGHTS, add_session_support, merge_ranking
-    from cortex.store.index import bm25_scores, connect, iso_to_epoch
+    from cortex.store.index import connect, iso_to_epoch, record_hits
     from cortex.brief.session_start import COLUMNS, _rows, build
     from cortex.store.terms import query_terms, tokenize
     pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
@@ -45,7 +45,8 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         candidates = _candidate_ids(con, {project["id"], domain})
         # the records the block shows take part in the order too: where one of them ranks, the passage of its
         # session is printed instead (the block has the rule, the conversation says why), if one clears its bar
-        best = _best_in_scope(con, bm25_scores(con, terms), {project["id"], domain}, set(), POOL, pcfg["min_score"])
+        best = [(rid, s) for s, rid in record_hits(con, terms, POOL, scopes={project["id"], domain})
+                if s >= pcfg["min_score"]]
         recs = {}
         if best:
             cols = ", ".join(COLUMNS)
@@ -205,29 +206,6 @@ def passage_line(row: dict) -> str:
 
 def _passage_cost(row: dict) -> int:
     return len(passage_line(row)) // 4 + 1
-
-
-def _best_in_scope(con, scores: dict, scope_ids: set, shown: set, n: int, min_score: float) -> list:
-    """[(id, score)]: the first n of the hits that are active, in these scopes and not shown, by
-    (-score, id), and scoring at least min_score.  The hits are checked best first, in batches, and
-    the checking stops once n have passed and the rest score less than the n-th (or less than
-    min_score): the same list as filtering every hit and sorting them."""
-    from cortex.store.index import batches, descending
-    passed = []
-    for batch in batches(descending(scores), first=64):
-        top = batch[0][0]
-        if top < min_score or (len(passed) >= n and top < passed[n - 1][1]):
-            break
-        ids = [rid for _, rid in batch if rid not in shown]
-        ok = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            ok.update(r[0] for r in con.execute(
-                "SELECT id, scope_id, status FROM records WHERE id IN (%s)" % ",".join("?" * len(chunk)), chunk)
-                if r[1] in scope_ids and r[2] == "active")
-        passed += [(rid, b) for b, rid in batch if rid in ok]
-        passed.sort(key=lambda kv: (-kv[1], kv[0]))
-    return [(rid, s) for rid, s in passed[:n] if s >= min_score]
 
 
 def render_hits(hits, now: float = None) -> str:

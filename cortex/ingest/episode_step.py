@@ -127,7 +127,7 @@ def record_window(home, cfg: dict, log, ctx, res, start: int, client: str, base=
         return None
     path, front, turns, since = got
     if not front.get("archived"):  # an archived episode (forget --session) stays out of search
-        update_passages(home, front, turns, path, since)
+        update_passages(home, front, turns, path, since, flush=False)  # the normalizer flushes once a run
     return [len(turns), len(turns[-1]["text"]) if turns else 0]
 
 
@@ -136,7 +136,7 @@ def prune(home, cfg: dict, log=None, now: float = None) -> int:
     their passages.  Only files not modified for that long are read (the file's time is its last write)."""
     import time
     from cortex.store import episodes
-    from cortex.store.index import delete_passages, iso_to_epoch, scrub_passages
+    from cortex.store.index import delete_passages, iso_to_epoch
     days = int((cfg.get("episodes") or {}).get("retention_days", 365) or 0)
     if days <= 0:
         return 0
@@ -161,7 +161,6 @@ def prune(home, cfg: dict, log=None, now: float = None) -> int:
         for p, session in gone:
             if session:
                 delete_passages(idx.con, session=session)
-        scrub_passages(idx.con)
         idx.commit()
         for p, _ in gone:
             try:

@@ -55,7 +55,15 @@ def nothing_to_do(home: Home) -> bool:
             pass
     if os.path.exists(home.path("state", "running")):  # the last run stopped before its end (full disk, kill)
         return False
+    if os.path.exists(home.index_db) and not search_ready(home):
+        return False  # the search engine is to be built (an upgrade, a rebuild that was killed)
     return not index_lost(home, quick=True)
+
+
+def search_ready(home: Home) -> bool:
+    """Whether both search engine folders hold a complete build (two small files read; no import)."""
+    from cortex.store.search import KINDS, usable
+    return all(usable(home.index_db, kind) for kind in KINDS)
 
 
 def _has_record_files(home: Home) -> bool:
@@ -251,6 +259,7 @@ class Run:
             from cortex.store.indexer import reindex
             self.log.warning("index_rebuilt", reason="the index had no tables or rows while records exist")
             reindex(self.home, self.cfg, log=self.log)
+        self.with_index(self.search_upkeep)
         names = inbox.claim_all(self.home)
         self.stats["events"] = len(names)
         groups = {}
@@ -280,6 +289,7 @@ class Run:
                 self.progress(i + 1, len(groups))
         self.with_index(self.finish_index)
         self.with_index(self.prune_episodes)
+        self.with_index(self.flush_search)
         self.cleanup_blobs()
         self.prune_done()
         try:
@@ -299,6 +309,29 @@ class Run:
                 raise
             self.rebuild_index(e)
         return fn(*args, **kwargs)
+
+    def search_upkeep(self):
+        """Build the search engine's folders that are missing or incomplete (a first run after an upgrade, a
+        rebuild that was killed, a folder deleted by hand) from the index rows and the episode files."""
+        if not os.path.exists(self.home.index_db):
+            return
+        from cortex.store.indexer import rebuild_search
+        done = rebuild_search(self.home, self.log)
+        if done:
+            self.stats["search_rebuilt"] = sorted(done)
+
+    def flush_search(self):
+        """What this run wrote, into the search engine (its outbox, written with the rows: store/search.py),
+        with the segment merges its commit starts; a folder that is not there yet (a new home) is built."""
+        if not os.path.exists(self.home.index_db):
+            return
+        from cortex.store.index import Index
+        self.search_upkeep()
+        idx = Index(self.home.index_db)
+        try:
+            idx.flush(wait_merges=True)
+        finally:
+            idx.close()
 
     def rebuild_index(self, e):
         """Replace a corrupt index by one rebuilt from records/ and episodes/ (`cortex reindex`)."""
@@ -561,7 +594,7 @@ class Run:
     def index_changes(self, scopes=()):
         from cortex.store.indexer import update_index
         if self.store.changed or scopes:
-            update_index(self.home, self.cfg, set(self.store.changed), set(scopes))
+            update_index(self.home, self.cfg, set(self.store.changed), set(scopes), flush=False)
             self.all_changed |= self.store.changed
             self.store.changed.clear()
 

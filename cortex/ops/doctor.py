@@ -390,15 +390,14 @@ def check_episodes(home) -> dict:
             archived += 1
         else:
             want.add(front["session"])
-    fts, have = None, set()
+    indexed, have = False, set()
     if os.path.exists(home.index_db):
         import sqlite3
         try:
             con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True, timeout=2.0)
             try:
-                fts = con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone() is not None
-                if fts:
-                    have = {r[0] for r in con.execute("SELECT DISTINCT session FROM passages")}
+                have = {r[0] for r in con.execute("SELECT DISTINCT session FROM passages")}
+                indexed = True
             finally:
                 con.close()
         except sqlite3.Error:
@@ -408,14 +407,54 @@ def check_episodes(home) -> dict:
     if bad:
         return _check("episodes", "warn", summary + "; %d unreadable" % len(bad), bad[:10],
                       "fix or remove the files, then `cortex reindex`")
-    if fts is False:
-        return _check("episodes", "warn", summary + "; this SQLite has no FTS5: episodes are kept but not searched",
-                      fix="use a Python whose sqlite3 is built with FTS5")
     missing = sorted(want - have)
-    if fts and missing:
+    if indexed and missing:
         return _check("episodes", "warn", summary + "; %d session(s) not in the index" % len(missing), missing[:10],
                       "`cortex reindex`")
     return _check("episodes", "ok", summary)
+
+
+def check_search(home) -> dict:
+    """The search engine (store/search.py): importable, each kind's folder complete and readable, as many
+    documents as the index has rows, and what the outbox still holds."""
+    from cortex.store import search
+    if not os.path.exists(home.index_db):
+        return _check("search", "ok", "no index yet (the first `cortex-normalize` run builds it)")
+    try:
+        search._tantivy()
+    except search.SearchUnavailable as e:
+        return _check("search", "fail", "the search engine cannot load: %s" % e,
+                      fix="pip install --force-reinstall cortex-memory (it needs the tantivy package)")
+    import sqlite3
+    rows, backlog = {}, 0
+    try:
+        con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True, timeout=2.0)
+        try:
+            rows = {"records": con.execute("SELECT COUNT(*) FROM records").fetchone()[0],
+                    "passages": con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]}
+            backlog = search.pending(con)
+        finally:
+            con.close()
+    except sqlite3.Error as e:
+        return _check("search", "warn", "the index cannot be read (%s)" % e, fix="`cortex reindex`")
+    parts, problems = [], []
+    for kind in search.KINDS:
+        reader = search.open_reader(home.index_db, kind)
+        if reader is None:
+            problems.append("%s: the folder %s is missing or incomplete (records are searched through the "
+                            "index's postings meanwhile; passages are not searched)" % (kind, search.folder(
+                                home.index_db, kind)))
+            continue
+        docs = reader.num_docs()
+        parts.append("%s %d" % (kind, docs))
+        if docs != rows.get(kind) and not backlog:
+            problems.append("%s: %d documents for %d index rows" % (kind, docs, rows.get(kind)))
+    summary = "tantivy: " + (", ".join(parts) or "no folder") + (
+        "; %d change(s) waiting for the next normalizer run" % backlog if backlog else "")
+    if problems:
+        return _check("search", "warn", summary, problems, "run `cortex-normalize` (it rebuilds what is missing), "
+                                                           "or `cortex reindex`")
+    return _check("search", "ok", summary)
 
 
 def run_checks(home, cwd: str = None, environ=None, now: float = None, progress=None) -> dict:
@@ -432,6 +471,7 @@ def run_checks(home, cwd: str = None, environ=None, now: float = None, progress=
         checks.append(check_index(home, n_ok, newest))
         checks.append(rec_check)
         checks.append(check_episodes(home))
+        checks.append(check_search(home))
     checks += check_hooks(environ, cwd)
     checks += check_schedule(environ)
     checks.append(check_tokens())

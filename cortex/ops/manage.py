@@ -468,18 +468,19 @@ def _episode_paths(home, sessions=None, project_id: str = None) -> list:
 def _drop_passages(home, sessions=(), project_id: str = None, scrub: bool = True) -> int:
     if not os.path.exists(home.index_db):
         return 0
-    from cortex.store.index import Index, delete_passages, scrub_passages
+    from cortex.store.index import Index, delete_passages
     idx = Index(home.index_db)
     try:
         n = sum(delete_passages(idx.con, session=x) for x in sorted(set(sessions)) if x)
         if project_id:
             n += delete_passages(idx.con, project=project_id)
-        if scrub:  # even when none was left: an archive before may have deleted them without merging
-            scrub_passages(idx.con)
         idx.commit()
-        idx.truncate_wal()  # the deleted passages' terms leave the WAL too
+        idx.truncate_wal()  # the deleted passages' rows leave the WAL too
     finally:
         idx.close()
+    if scrub:  # even when none was left: an archive before may have deleted them without merging
+        from cortex.store.indexer import purge_passages_search
+        purge_passages_search(home)
     return n
 
 
@@ -539,14 +540,8 @@ def forget_in_episodes(home, targets, dry_run: bool = False) -> dict:
                     if not front.get("archived"):
                         update_passages(home, front, turns, path)
         if out["turns"] and not dry_run and os.path.exists(home.index_db):
-            from cortex.store.index import Index, scrub_passages
-            idx = Index(home.index_db)
-            try:
-                scrub_passages(idx.con)
-                idx.commit()
-                idx.truncate_wal()
-            finally:
-                idx.close()
+            from cortex.store.indexer import purge_passages_search
+            purge_passages_search(home)
     return out
 
 

@@ -41,7 +41,6 @@ import sqlite3
 import time
 
 from cortex.ops import manage
-from cortex.store.index import batches as _batches, descending as _descending
 from cortex.core.errors import CortexError
 from cortex.store.episodes import episode_file
 from cortex.model.hitorder import add_session_support, merge_ranking
@@ -202,34 +201,34 @@ def _could_reach_top(light, k: int, max_bm25: float) -> set:
 _SLACK = 1e-9
 
 
-def _filtered_top(con, scores: dict, k: int, keep_row, tiers_possible) -> list:
-    """[(tier, bm25, id)] of the hits that pass the filters, enough of them for the first k: the hits
-    are read best first (light rows in batches) and the reading stops once every hit not yet read is
-    certain to rank behind k hits already read.  Exact: the max bm25 of the hits that pass is the
-    first one read, and a hit that is not read has a bm25 no higher than the one that stopped the
-    reading, so in every tier it could be in, k read hits rank strictly ahead of it (a lower tier, or
-    the same tier with a relevance more than the ranking parts' margin above its own).  `keep_row`
-    maps a light row to its tier, or None when the filters drop it."""
+def _filtered_top(con, fetch, k: int, keep_row, tiers_possible) -> list:
+    """[(tier, bm25, id)] of the hits that pass the filters, enough of them for the first k.  `fetch(n)`
+    gives the best n hits [(bm25, id)] of the search engine, best first, with the filters it can apply;
+    `keep_row` maps a hit's light row to its tier, or None when a filter drops it.  Exact: more hits are
+    asked for (4 times as many) until every hit not yet read is certain to rank behind k hits read, in
+    every tier it could be in: a lower tier, or the same tier with a relevance more than the ranking
+    parts' margin above its own (the max bm25 of the hits that pass is the first one read, and a hit not
+    read has a bm25 no higher than the last one read)."""
     margin = sum(WEIGHTS.values()) + _SLACK
-    light, max_bm25 = [], None
-    per_tier = {t: [] for t in range(TIERS)}  # bm25 of the hits read, by tier, in the order read (descending)
-    for batch in _batches(_descending(scores)):
-        if max_bm25 is not None and _nothing_below_can_show(per_tier, batch[0][0], max_bm25, k, margin,
-                                                            tiers_possible):
-            return light
-        got = {row[0]: row for row in _light_rows(con, sorted(rid for _, rid in batch))}
-        for b, rid in batch:
+    n = max(64, 2 * k)
+    while True:
+        hits = fetch(n)
+        got = {row[0]: row for row in _light_rows(con, sorted(rid for _, rid in hits))}
+        light, max_bm25 = [], None
+        per_tier = {t: [] for t in range(TIERS)}  # bm25 of the hits read, by tier, in the order read (descending)
+        for b, rid in hits:
             row = got.get(rid)
-            if row is None:
-                continue
-            tier = keep_row(row)
+            tier = keep_row(row) if row is not None else None
             if tier is None:
                 continue
             if max_bm25 is None:
                 max_bm25 = b
             per_tier[tier].append(b)
             light.append((tier, b, rid))
-    return light
+        if len(hits) < n or (max_bm25 is not None and _nothing_below_can_show(
+                per_tier, hits[-1][0], max_bm25, k, margin, tiers_possible)):
+            return light
+        n *= 4
 
 
 def _nothing_below_can_show(per_tier, below: float, max_bm25: float, k: int, margin: float, tiers_possible):
@@ -372,7 +371,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     """Search memory.  Returns {query, terms, project, domain, scope, hits, used_at, note}."""
     from cortex.brief import render
     from cortex.model import rank
-    from cortex.store.index import bm25_scores
+    from cortex.store.index import record_hits
     from cortex.store.records import TYPES, canonical_type
     from cortex.store.terms import query_terms
     now = time.time() if now is None else now
@@ -404,8 +403,6 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     con = connect(home.index_db, readonly=True)
     best, rows, scores, found = [], {}, {}, []
     try:
-        if want_records:
-            scores = bm25_scores(con, terms)
         allowed = None if scope_ids is None else set(scope_ids)
 
         def keep_row(row):
@@ -426,7 +423,17 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         # beside passages, the records' order changes (merged_score), so more of them are read: the
         # first k of the merge are then the same whatever k is
         depth = max(k, POOL) if want_passages else k
-        light = _filtered_top(con, scores, depth, keep_row, tiers) if scores else []
+        light = []
+        if want_records:
+            from cortex.store.search import open_reader
+            reader = open_reader(home.index_db, "records")
+            statuses = None if include_archived else ["active"]
+
+            def fetch(n):
+                return record_hits(con, terms, n, scopes=allowed, statuses=statuses, types=types or None,
+                                   reader=reader)
+            light = _filtered_top(con, fetch, depth, keep_row, tiers)
+        scores = {rid: b for _, b, rid in light}
         max_bm25 = max(b for _, b, _ in light) if light else 0.0
         if light:
             keep = _could_reach_top(light, depth, max_bm25)

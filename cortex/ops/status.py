@@ -46,8 +46,13 @@ def status(home) -> dict:
                 info["episodes"]["passages"] = con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
             except Exception:  # an index from before episodes
                 pass
+            from cortex.store import search
+            info["search"] = {"waiting": search.pending(con)}
         finally:
             con.close()
+        for kind in search.KINDS:  # documents in each folder of the engine (None: to be built)
+            reader = search.open_reader(home.index_db, kind)
+            info["search"][kind] = reader.num_docs() if reader is not None else None
     return info
 
 
@@ -81,6 +86,12 @@ def format_status(info: dict) -> str:
     ep = info.get("episodes") or {}
     lines.append("episodes  %d session(s), %d KB, %d passage(s) indexed" % (
         ep.get("files", 0), ep.get("bytes", 0) // 1024, ep.get("passages", 0)))
+    se = info.get("search")
+    if se:
+        lines.append("search    %s%s" % (", ".join("%s %s" % (k, "to be built" if se.get(k) is None else se[k])
+                                                  for k in ("records", "passages")),
+                                       "; %d change(s) waiting for cortex-normalize" % se["waiting"]
+                                       if se.get("waiting") else ""))
     lines.append("tokens    %s" % info.get("token_counting"))
     for scope, by_status in sorted(info["records"].items()):
         active = by_status.get("active", {})

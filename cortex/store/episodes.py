@@ -281,7 +281,8 @@ def passages(turns: list, since: int = 1) -> list:
     """The passages of these turns (numbered from 1): one per anchor turn (a prompt, or a reply that
     follows no prompt), holding the turn before it, the anchor and the reply after it, so a terse
     answer carries the question that names its subject.  Only passages that hold a turn >= since.
-    [{"anchor", "first", "last", "at", "text"}]"""
+    [{"anchor", "first", "last", "at", "text", "parts"}]: `parts` [(turn index, its text as cut)] are the
+    pieces `text` joins, so a caller can analyse each turn once for the (up to) three passages holding it."""
     out = []
     n = len(turns)
     for i, t in enumerate(turns):
@@ -291,8 +292,9 @@ def passages(turns: list, since: int = 1) -> list:
         last = i + 1 if i + 1 < n and turns[i + 1]["role"] == "assistant" and t["role"] == "user" else i
         if last + 1 < since:
             continue
-        text = "\n".join(_cut(turns[j]["text"], PASSAGE_TURN_CHARS) for j in range(first, last + 1))
-        out.append({"anchor": i + 1, "first": first + 1, "last": last + 1, "at": t["at"], "text": text})
+        parts = [(j, _cut(turns[j]["text"], PASSAGE_TURN_CHARS)) for j in range(first, last + 1)]
+        out.append({"anchor": i + 1, "first": first + 1, "last": last + 1, "at": t["at"],
+                    "text": "\n".join(text for _, text in parts), "parts": parts})
     return out
 
 

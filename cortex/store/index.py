@@ -13,12 +13,14 @@ One SQLite file (stdlib `sqlite3`, so readers import nothing heavy):
   meta         corpus statistics (document count, total length, idf sum) and build info
   passages     one row per episode passage (episodes/<project>/<session>.md: a turn with its neighbours):
                its session, project, client, time, turn range and file
-  passages_fts SQLite FTS5 over the passages' terms (Cortex's tokenizer, one FTS5 token per term), scored
-               by FTS5's bm25(); chosen over the postings tables for scale (docs/benchmarks.md)
-  passage_terms  FTS5 token -> how many passages hold it (FTS5 keeps no such count; store.fts_topk needs it to
-               bound scores), valid while meta's `passage_terms` stamp equals FTS5's own row and token totals
+  search_outbox  what the search engine (store/search.py: tantivy, beside this file) still has to apply:
+               written in the same transaction as the rows it mirrors, emptied by search.flush
 
-BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
+Searching (cortex recall, cortex-prompt) goes through the engine of store/search.py, which indexes the
+records' and the passages' terms; the postings below also serve the normalizer's own lookups (duplicates,
+supersession) and are the fallback for records while the engine is being rebuilt.
+
+The postings' BM25 is Okapi BM25 exactly as rank_bm25.BM25Okapi computes it (k1 1.5, b 0.75, negative idf
 replaced by epsilon 0.25 times the average idf); tests check the scores against rank_bm25.
 WAL mode: a reader sees the index before or after a normalizer run, never half of one.
 `cortex reindex` rebuilds the whole file from records/ in one transaction.
@@ -56,6 +58,8 @@ CREATE TABLE IF NOT EXISTS candidates_ranked(scope_id TEXT PRIMARY KEY, full_at 
   WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS unranked(scope_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY(scope_id, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS search_outbox(seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL, key TEXT NOT NULL,
+  doc TEXT);
 """
 
 
@@ -64,22 +68,9 @@ CREATE TABLE IF NOT EXISTS passages(rid INTEGER PRIMARY KEY, id TEXT NOT NULL UN
   anchor INTEGER NOT NULL, project TEXT, client TEXT, at TEXT, first_turn INTEGER, last_turn INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS passages_session ON passages(session, anchor);
 CREATE INDEX IF NOT EXISTS passages_project ON passages(project);
-CREATE TABLE IF NOT EXISTS passage_terms(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-FTS_DDL = "CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(body, tokenize='ascii')"
-
-
-def fts_term(term: str) -> str:
-    """One Cortex term as one FTS5 token: plain ASCII letters and digits as they are, anything else
-    (paths, dotted names, versions, other scripts) as its UTF-8 hex behind a marker, so FTS5's ascii
-    tokenizer never splits or folds it."""
-    if term.isascii() and term.isalnum():
-        return term
-    return "zx" + term.encode("utf-8", "surrogatepass").hex()
-
-
-def has_fts(con) -> bool:
-    return con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone() is not None
+# the passage search of releases before the engine (SQLite FTS5): dropped when a writer opens such an index
+OLD_PASSAGE_TABLES = ("passages_fts", "passage_terms")
 
 
 def iso_to_epoch(ts: str) -> float:
@@ -122,10 +113,7 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         con.execute("PRAGMA secure_delete=ON")
         con.executescript(DDL)
         con.executescript(PASSAGES_DDL)
-        try:
-            con.execute(FTS_DDL)
-        except sqlite3.OperationalError:  # a SQLite built without FTS5: records only (doctor says so)
-            pass
+        _drop_old_passage_search(con)
         cols = {r[1] for r in con.execute("PRAGMA table_info(records)")}
         if "file_state" not in cols:  # an index from before reality checks: add the column in place
             con.execute("ALTER TABLE records ADD COLUMN file_state TEXT")
@@ -134,11 +122,25 @@ def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.
         if "active" not in {r[1] for r in con.execute("PRAGMA table_info(candidates_ranked)")}:
             # a development version without the scope size: it only says when to re-rank, so start over
             con.executescript("DROP TABLE candidates_ranked; " + DDL)
-        if migrate and has_fts(con):
-            from cortex.store.fts_topk import terms_stamp
-            if terms_stamp(con) is None:
-                _count_passage_terms(con)
     return con
+
+
+def _drop_old_passage_search(con):
+    """An index of a release that searched passages with FTS5: its tables go (the engine replaces them and
+    is built from the episode files by the next rebuild_search)."""
+    old = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name IN (%s)"
+                                     % ",".join("?" * len(OLD_PASSAGE_TABLES)), OLD_PASSAGE_TABLES)]
+    for name in old:
+        try:
+            con.execute("DROP TABLE IF EXISTS %s" % name)
+        except sqlite3.OperationalError:  # a SQLite without FTS5 cannot drop the virtual table; it stays unused
+            pass
+    if old:
+        con.commit()
+        try:  # their pages (most of such a file: 0.75 GB at a million passages) back to the disk, once
+            con.execute("VACUUM")
+        except sqlite3.OperationalError:  # a reader mid-query, or no room for the copy: the pages are reused
+            pass
 
 
 def has_tables(path: str) -> bool:
@@ -264,11 +266,17 @@ def record_row(rec: dict, path: str, doclen: int, sessions: list) -> tuple:
 
 
 class Index:
-    def __init__(self, path: str, migrate: bool = True):
+    """A writer of the index.  Rows of records and passages go to SQLite; what the search engine must mirror
+    goes to its outbox in the same transaction, and `commit` applies the outbox to the engine after the
+    SQLite commit (store/search.py), unless `flush_search` is False (the normalizer flushes once a run)."""
+
+    def __init__(self, path: str, migrate: bool = True, flush_search: bool = True):
         self.path = path
         self.root = os.path.dirname(os.path.dirname(os.path.abspath(path)))  # the home: <home>/index/cortex.sqlite
         self.con = connect(path, migrate=migrate)
         self.stats_changed = False  # whether postings or lengths changed since opening (finish recomputes)
+        self.flush_search = flush_search
+        self.queued = False  # whether this writer added to the search outbox
 
     def close(self):
         self.con.close()
@@ -281,10 +289,14 @@ class Index:
         self.con.execute("PRAGMA busy_timeout=2000")
         return self.con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
 
-    def _remove(self, rec_id: str, postings: bool = True):
+    def _remove(self, rec_id: str, postings: bool = True, search: bool = True):
         old = self.con.execute("SELECT scope_id FROM records WHERE id=?", (rec_id,)).fetchone()
         if old is not None:  # its scope's shortlist may hold it: ranked again
             self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (old[0], rec_id))
+            if search:
+                from cortex.store.search import queue_delete
+                queue_delete(self.con, "records", [rec_id])
+                self.queued = True
         if postings:
             cur = self.con.execute("SELECT term FROM postings WHERE id=?", (rec_id,))
             terms = [r[0] for r in cur]
@@ -309,10 +321,16 @@ class Index:
         toks = tokenize(index_text(rec))
         tf = Counter(toks)
         same = self._same_postings(rec["id"], tf, len(toks))
-        self._remove(rec["id"], postings=not same)
+        fields = search_fields(rec)
+        old = self.con.execute("SELECT scope_id, status, type FROM records WHERE id=?", (rec["id"],)).fetchone()
+        self._remove(rec["id"], postings=not same, search=False)
         sessions = record_sessions(rec)
         self.con.execute(INSERT_RECORD, record_row(rec, relative_path(self.root, path), len(toks), sessions))
         self.con.execute("INSERT OR IGNORE INTO unranked VALUES(?,?)", (rec["scope_id"], rec["id"]))
+        if not same or old is None or tuple(old) != (fields["scope"], fields["status"], fields["type"]):
+            from cortex.store.search import queue_put
+            queue_put(self.con, "records", rec["id"], fields, toks)
+            self.queued = True
         if not same:
             self.stats_changed = True
         if tf and not same:
@@ -353,178 +371,135 @@ class Index:
 
     def commit(self):
         self.con.commit()
+        # what this writer queued, or what a writer killed before its flush left
+        if self.flush_search and (self.queued or self.con.execute("SELECT 1 FROM search_outbox LIMIT 1").fetchone()):
+            self.flush()
+
+    def flush(self, wait_merges: bool = False) -> dict:
+        """Apply the search outbox to the engine (store/search.py) now."""
+        from cortex.store.search import flush
+        self.queued = False
+        return flush(self.con, self.path, wait_merges=wait_merges)
+
+
+def search_fields(rec: dict) -> dict:
+    """The fields the search engine filters a record by."""
+    return {"scope": rec["scope_id"], "status": rec.get("status", "active"), "type": rec["type"]}
 
 
 def put_passages(con, session: str, rows: list, since: int = 1):
     """Replace the passages of this session that hold a turn >= since by `rows`
-    [(anchor, project, client, at, first, last, path, terms)].  No commit."""
-    fts = has_fts(con)
-    count = [Counter(), 0, 0]  # passage_terms' changes: [held, rows, tokens], the drops' and the adds' together
+    [(anchor, project, client, at, first, last, path, terms)], the search engine's copy through its
+    outbox.  No commit."""
+    from cortex.store.search import queue_put
     old = [r[0] for r in con.execute("SELECT rid FROM passages WHERE session=? AND last_turn>=?", (session, since))]
-    _drop_passages(con, old, fts, count)
+    _drop_passages(con, old)
     for anchor, project, client, at, first, last, path, terms in rows:
         pid = "%s:%d" % (session, anchor)
-        gone = [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))]
-        _drop_passages(con, gone, fts, count)
-        cur = con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
-                          "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
-        if fts:
-            body = " ".join(fts_term(t) for t in terms)
-            con.execute("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", (cur.lastrowid, body))
-            words = body.lower().split()
-            count[0].update(set(words))
-            count[1] += 1
-            count[2] += len(words)
-    if count[1] or count[2] or any(count[0].values()):
-        _add_passage_terms(con, *count)
+        _drop_passages(con, [r[0] for r in con.execute("SELECT rid FROM passages WHERE id=?", (pid,))])
+        con.execute("INSERT INTO passages(id, session, anchor, project, client, at, first_turn, last_turn, path) "
+                    "VALUES(?,?,?,?,?,?,?,?,?)", (pid, session, anchor, project, client, at, first, last, path))
+        queue_put(con, "passages", pid, {"project": project, "session": session}, terms)
 
 
-BIG_DROP = 2000  # passages deleted at once above which passage_terms is counted again whole (next writer)
-
-
-def _drop_passages(con, rids: list, fts: bool, count: list = None):
-    """Delete these passages; their terms come off passage_terms (added to `count`, [held, rows, tokens],
-    when given: the caller applies it)."""
-    if fts and len(rids) > BIG_DROP:
-        drop_terms_stamp(con)  # recounted from FTS5 by the next writer's connect (store.index.connect)
-    elif fts and rids:
-        mine = count is None
-        count = [Counter(), 0, 0] if mine else count
-        for i in range(0, len(rids), 500):
-            chunk = rids[i:i + 500]
-            for (body,) in con.execute("SELECT body FROM passages_fts WHERE rowid IN (%s)" % ",".join("?" * len(chunk)),
-                                       chunk):
-                words = (body or "").lower().split()
-                count[0].subtract(set(words))
-                count[1] -= 1
-                count[2] -= len(words)
-        if mine and count[1]:
-            _add_passage_terms(con, *count)
+def _drop_passages(con, rids: list):
+    """Delete these passages, and their documents from the search engine (through its outbox)."""
+    from cortex.store.search import queue_delete
     for i in range(0, len(rids), 500):
         chunk = rids[i:i + 500]
         marks = ",".join("?" * len(chunk))
-        if fts:
-            con.execute("DELETE FROM passages_fts WHERE rowid IN (%s)" % marks, chunk)
+        queue_delete(con, "passages", [r[0] for r in con.execute("SELECT id FROM passages WHERE rid IN (%s)" % marks,
+                                                                 chunk)])
         con.execute("DELETE FROM passages WHERE rid IN (%s)" % marks, chunk)
-
-
-# -- passage_terms: how many passages hold each FTS5 token ------------------------------------------------
-#
-# Kept by every writer of passages in the same transaction (put_passages, _drop_passages, reindex), with a
-# stamp in meta: the (rows, tokens) totals of passages_fts the counts belong to.  A reader uses the counts
-# only when the stamp equals FTS5's own totals (its averages record): a writer that did not keep them (an
-# older Cortex) leaves a stamp that no longer matches, and readers count in FTS5 instead, until the next
-# writer's connect recounts the table.
-
-def drop_terms_stamp(con):
-    """passage_terms no longer counts anything valid (readers count in FTS5; the next writer recounts it)."""
-    from cortex.store.fts_topk import TERMS_STAMP
-    con.execute("DELETE FROM meta WHERE key=?", (TERMS_STAMP,))
-
-
-def _add_passage_terms(con, held: Counter, rows: int, tokens: int):
-    """Add these counts (negative for deleted passages) and totals to passage_terms and its stamp; nothing
-    when the table has no valid stamp (it is counted whole by the next writer's connect)."""
-    from cortex.store.fts_topk import TERMS_STAMP, terms_stamp
-    stamp = terms_stamp(con)
-    if stamp is None:
-        return
-    held = [(t, d) for t, d in held.items() if d]
-    con.executemany("INSERT INTO passage_terms(term, df) VALUES(?,?) ON CONFLICT(term) DO UPDATE SET df=df+excluded.df",
-                    held)
-    con.executemany("DELETE FROM passage_terms WHERE term=? AND df<=0", [(t,) for t, d in held if d < 0])
-    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (stamp[0] + rows, stamp[1] + tokens)))
-
-
-def set_passage_terms(con, rows: int = None, tokens: int = None):
-    """Count passage_terms whole from FTS5 (its fts5vocab table, which sees this transaction's own
-    changes) and stamp it with these totals, or, not given, FTS5's committed ones.  No commit."""
-    from cortex.store.fts_topk import TERMS_STAMP, fts_totals
-    con.execute("DELETE FROM passage_terms")
-    con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.passage_vocab USING fts5vocab(main, passages_fts, row)")
-    con.execute("INSERT INTO passage_terms(term, df) SELECT term, doc FROM temp.passage_vocab")
-    if rows is None:
-        rows, tokens = fts_totals(con) or (0, 0)
-    con.execute("INSERT OR REPLACE INTO meta VALUES(?,?)", (TERMS_STAMP, "%d %d" % (rows, tokens)))
-
-
-def _count_passage_terms(con):
-    """An index without valid passage_terms (from before them, or after a large delete): count them, in one
-    transaction (seconds for a million passages; once)."""
-    from cortex.store.fts_topk import terms_stamp
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        if terms_stamp(con) is None:  # another writer may have done it while this one waited
-            set_passage_terms(con)
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
 
 
 def delete_passages(con, session: str = None, project: str = None) -> int:
     """Remove the passages of a session (or of every session of a project).  No commit."""
     where, arg = ("session=?", session) if session is not None else ("project=?", project)
     rids = [r[0] for r in con.execute("SELECT rid FROM passages WHERE %s" % where, (arg,))]
-    _drop_passages(con, rids, has_fts(con))
+    _drop_passages(con, rids)
     return len(rids)
-
-
-def scrub_passages(con):
-    """After a hard delete: merge the FTS5 index into one segment, so the terms of deleted passages are in
-    no segment any more (FTS5 deletes only add delete markers; this SQLite has no secure-delete option for
-    FTS5).  Rewrites the whole FTS5 index: seconds for a million passages; forget --hard and reset only."""
-    if has_fts(con):
-        con.execute("INSERT INTO passages_fts(passages_fts) VALUES('optimize')")
 
 
 PASSAGE_COLUMNS = ("id", "session", "anchor", "project", "client", "at", "first_turn", "last_turn", "path")
 
 
-def passage_scores(con, terms: list, projects=None, limit: int = 50, min_score: float = None) -> list:
+def passage_scores(con, terms: list, projects=None, limit: int = 50, min_score: float = None,
+                   reader=None) -> list:
     """[(bm25, passage row dict)] of the best `limit` passages holding a query term, best first (ties by
-    rowid), by FTS5's bm25() (k1 1.2, b 0.75; sign turned so higher is better); only these projects when
-    given, only those scoring min_score or more when given.  On a large table the same rows come from a
-    narrower FTS5 expression when that can be shown to give them (store.fts_topk): a query of common words
-    then scores a fraction of the passages."""
-    if not terms or not has_fts(con):
+    id), scored by the search engine (store/search.py: Okapi BM25, k1 1.2, b 0.75); only these projects
+    when given, only those scoring min_score or more when given.  [] when the engine cannot be read
+    (`reader`: an open passages Reader; else one is opened next to `con`'s database)."""
+    if not terms or limit < 1:
         return []
-    phrases = ['"%s"' % fts_term(t) for t in dict.fromkeys(terms)]
-    cols = ", ".join("p." + c for c in PASSAGE_COLUMNS)
-    where, args = "", []
     if projects is not None:
         projects = sorted(projects)
         if not projects:
             return []
-        where = " AND p.project IN (%s)" % ",".join("?" * len(projects))
-        args = projects
-    # (CROSS JOIN: FTS5 drives the join; a lookup of passages_fts by rowid would run the query once a row)
-    sql = ("SELECT -bm25(passages_fts) AS s, %s FROM passages_fts CROSS JOIN passages p ON p.rid=passages_fts.rowid "
-           "WHERE passages_fts MATCH ?%s%s ORDER BY s DESC, p.rid LIMIT ?")
-    only_sql = " AND p.rid IN (SELECT rowid FROM passages_fts WHERE passages_fts MATCH ?)"
+    if reader is None:
+        from cortex.store.search import open_reader
+        reader = open_reader(_db_path(con), "passages")
+        if reader is None:
+            return []
+    hits = reader.top(terms, limit, {"project": projects} if projects is not None else None)
+    hits = [(s, key) for s, key in hits if min_score is None or s >= min_score]
+    if not hits:
+        return []
+    rows = {}
+    keys = [key for _, key in hits]
+    for i in range(0, len(keys), 500):
+        chunk = keys[i:i + 500]
+        for r in con.execute("SELECT %s FROM passages WHERE id IN (%s)" % (", ".join(PASSAGE_COLUMNS),
+                                                                            ",".join("?" * len(chunk))), chunk):
+            rows[r[0]] = dict(zip(PASSAGE_COLUMNS, r))
+    # a document whose row is gone (a delete the engine has not applied yet) is not a hit
+    return [(s, rows[key]) for s, key in hits if key in rows]
 
-    def run(expr, only=None):
-        try:
-            return con.execute(sql % (cols, only_sql if only else "", where),
-                               [expr] + ([only] if only else []) + args + [int(limit)]).fetchall()
-        except sqlite3.OperationalError:
-            return None
 
-    def probe(expr, n):
-        return con.execute("SELECT passages_fts.rowid, passages_fts.body FROM passages_fts CROSS JOIN passages p ON "
-                           "p.rid=passages_fts.rowid WHERE passages_fts MATCH ?%s ORDER BY bm25(passages_fts) LIMIT ?"
-                           % where, [expr] + args + [int(n)]).fetchall()
+def _db_path(con) -> str:
+    """The file of `con`'s main database."""
+    for _, name, path in con.execute("PRAGMA database_list"):
+        if name == "main":
+            return path
+    raise sqlite3.OperationalError("no main database")
 
-    rows = None
-    if len(phrases) > 1 and limit > 0:
-        from cortex.store.fts_topk import narrowed
-        try:
-            rows = narrowed(con, phrases, int(limit), run, probe, min_score)
-        except sqlite3.OperationalError:
-            rows = None
-    if rows is None:
-        rows = run(" OR ".join(phrases)) or []
-    return [(r[0], dict(zip(PASSAGE_COLUMNS, r[1:]))) for r in rows if min_score is None or r[0] >= min_score]
+
+def record_hits(con, terms: list, n: int, scopes=None, statuses=("active",), types=None, reader="open") -> list:
+    """[(bm25, id)] of the best n records holding a query term, best first (ties by id), among those of
+    these scope ids, statuses and types (None: any).  Scored by the search engine (store/search.py; Okapi
+    BM25, k1 1.2); while its records folder is being rebuilt, by the postings here (rank_bm25's scores,
+    slower on a large home).  `reader`: an open records Reader, None for the postings, or "open"."""
+    if not terms or n < 1:
+        return []
+    for given in (scopes, statuses, types):
+        if given is not None and not list(given):
+            return []
+    if reader == "open":
+        from cortex.store.search import open_reader
+        reader = open_reader(_db_path(con), "records")
+    if reader is not None:
+        filters = {}
+        for name, given in (("scope", scopes), ("status", statuses), ("type", types)):
+            if given is not None:
+                filters[name] = sorted(given)
+        return reader.top(terms, n, filters)
+    scopes, statuses, types = [None if x is None else set(x) for x in (scopes, statuses, types)]
+    out = []
+    for batch in batches(descending(bm25_scores(con, terms)), first=max(64, n)):
+        ids = sorted(rid for _, rid in batch)
+        ok = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for rid, sid, status, rtype in con.execute("SELECT id, scope_id, status, type FROM records WHERE id IN (%s)"
+                                                       % ",".join("?" * len(chunk)), chunk):
+                if (scopes is None or sid in scopes) and (statuses is None or status in statuses) and (
+                        types is None or rtype in types):
+                    ok.add(rid)
+        out += [(b, rid) for b, rid in batch if rid in ok]
+        if len(out) >= n and batch[-1][0] < sorted(out, key=lambda h: (-h[0], h[1]))[n - 1][0]:
+            break
+    out.sort(key=lambda h: (-h[0], h[1]))
+    return out[:n]
 
 
 def corpus_idf_sum(con, n: int):

@@ -33,11 +33,11 @@ def stemmer_mismatch(home) -> str:
     return ""
 
 
-def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
+def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False, flush: bool = True):
     """Refresh the rows of these records and re-rank these scopes; scrub after a hard delete
-    (Index.truncate_wal)."""
+    (Index.truncate_wal).  `flush`: apply the search outbox now (the normalizer does it once a run)."""
     from cortex.store.terms import tokenize
-    idx = Index(home.index_db)
+    idx = Index(home.index_db, flush_search=flush)
     try:
         store = records_mod.RecordStore(home.records)
         for rid in sorted(changed_ids):
@@ -53,6 +53,8 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False):
         for scope_id in sorted(touched_scopes):
             refresh_candidates(idx, cfg, scope_id, changed_ids, now)
         idx.commit()
+        if scrub:  # the engine keeps a deleted document's terms until its segment is merged: built anew
+            rebuild_records_search(home)
         if scrub and not idx.truncate_wal():
             from cortex.core.log import get_logger
             get_logger(home, component="index").warning(
@@ -70,15 +72,25 @@ def passage_rows(front: dict, turns: list, path: str, since: int = 1) -> list:
     from cortex.store import episodes
     from cortex.store.terms import tokenize
     rel = "episodes/%s/%s" % (os.path.basename(os.path.dirname(path)), os.path.basename(path))  # relative to the home
-    return [(p["anchor"], front.get("project"), front.get("client"), p["at"], p["first"], p["last"], rel,
-             tokenize(p["text"])) for p in episodes.passages(turns, since)]
+    analysed = {}  # turn index -> its terms: a turn is in up to three passages, and the analyser works per
+                   # whitespace-separated token, so a passage's terms are its turns' terms in order
+
+    def terms(p):
+        out = []
+        for j, text in p["parts"]:
+            if j not in analysed:
+                analysed[j] = tokenize(text)
+            out += analysed[j]
+        return out
+    return [(p["anchor"], front.get("project"), front.get("client"), p["at"], p["first"], p["last"], rel, terms(p))
+            for p in episodes.passages(turns, since)]
 
 
-def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
+def update_passages(home, front: dict, turns: list, path: str, since: int = 1, flush: bool = True):
     """Index the passages of an episode that changed (those holding a turn >= since)."""
     from cortex.store.index import put_passages
     rows = passage_rows(front, turns, path, since)
-    idx = Index(home.index_db)
+    idx = Index(home.index_db, flush_search=flush)
     try:
         put_passages(idx.con, front["session"], rows, since)
         idx.commit()
@@ -87,29 +99,27 @@ def update_passages(home, front: dict, turns: list, path: str, since: int = 1):
 
 
 def reindex_passages(home, log=None, batch: int = 20000) -> dict:
-    """Rebuild the passages from episodes/ alone, in one transaction.  Unreadable files are reported.
-    The tables are emptied first, so rows go in with `executemany` in batches (rowids 1..n in file order);
-    a session met twice (a copied episode file) is replaced as an incremental update would."""
+    """Rebuild the passages from episodes/ alone: their rows (one transaction) and the search engine's
+    passages folder (built beside the one in use, swapped in after the rows commit).  Unreadable files are
+    reported.  The table is emptied first, so rows go in with `executemany` in batches (rowids 1..n in file
+    order); a session met twice (a copied episode file) is replaced as an incremental update would."""
     from cortex.store import episodes
-    from cortex.store.index import drop_terms_stamp, fts_term, has_fts, put_passages, set_passage_terms
-    idx = Index(home.index_db)
-    n, bad, tokens = 0, [], 0
+    from cortex.store.search import Builder, mark_incomplete
+    mark_incomplete(home.index_db, "passages")  # a rebuild that dies leaves it to be built again, not stale
+    idx = Index(home.index_db, flush_search=False)
+    builder = Builder(home.index_db, "passages")
+    n, bad = 0, []
     try:
         con = idx.con
         con.execute("BEGIN IMMEDIATE")
         con.execute("DELETE FROM passages")
-        fts = has_fts(con)
-        if fts:
-            con.execute("DELETE FROM passages_fts")
-            drop_terms_stamp(con)  # counted whole below, not passage by passage
-        rows, bodies, seen = [], [], {}  # session -> its tokens (one FTS5 token a term: index.fts_term)
+        con.execute("DELETE FROM search_outbox WHERE kind='passages'")
+        rows, seen = [], {}  # session -> its passages' ids, for a session met twice
 
         def flush():
             con.executemany("INSERT INTO passages(rid, id, session, anchor, project, client, at, first_turn, "
                             "last_turn, path) VALUES(?,?,?,?,?,?,?,?,?,?)", rows)
-            if fts:
-                con.executemany("INSERT INTO passages_fts(rowid, body) VALUES(?,?)", bodies)
-            del rows[:], bodies[:]
+            del rows[:]
 
         for path in episodes.iter_paths(home.episodes):
             try:
@@ -125,36 +135,92 @@ def reindex_passages(home, log=None, batch: int = 20000) -> dict:
                 continue  # forget --session: kept on disk, out of search
             sid = front["session"]
             found = passage_rows(front, turns, path)
-            mine = sum(len(r[7]) for r in found)
-            tokens += mine - seen.get(sid, 0)
-            if sid in seen:
+            if sid in seen:  # the later file of the session replaces the earlier one's passages
                 flush()
-                put_passages(con, sid, found)
-                n = con.execute("SELECT COALESCE(MAX(rid), 0) FROM passages").fetchone()[0]
-                seen[sid] = mine
-                continue
-            seen[sid] = mine
+                con.execute("DELETE FROM passages WHERE session=?", (sid,))
+                for pid in seen[sid]:
+                    builder.delete(pid)
+            seen[sid] = []
             for anchor, project, client, at, first, last, rel, terms in found:
                 n += 1
-                rows.append((n, "%s:%d" % (sid, anchor), sid, anchor, project, client, at, first, last, rel))
-                bodies.append((n, " ".join(fts_term(t) for t in terms)))
+                pid = "%s:%d" % (sid, anchor)
+                rows.append((n, pid, sid, anchor, project, client, at, first, last, rel))
+                builder.add(pid, {"project": project, "session": sid}, " ".join(terms))
+                seen[sid].append(pid)
             if len(rows) >= batch:
                 flush()
         flush()
         count = con.execute("SELECT COUNT(*) FROM passages").fetchone()[0]
-        if fts:
-            set_passage_terms(con, count, tokens)
+        builder.commit()
         con.execute("COMMIT")
+        builder.install()
         idx.truncate_wal()
     except BaseException:
         try:
             idx.con.rollback()
         except Exception:
             pass
+        builder.abandon()
         raise
     finally:
         idx.close()
     return {"passages": count, "unreadable": bad}
+
+
+def rebuild_records_search(home, log=None) -> int:
+    """Build the search engine's records folder from the index's rows (the text, type and files BM25 sees:
+    index.index_text), swapped in when complete; the records' outbox rows it covers are dropped."""
+    import json
+    from cortex.store.index import connect, index_text, search_fields
+    from cortex.store.search import Builder, mark_incomplete
+    from cortex.store.terms import tokenize
+    mark_incomplete(home.index_db, "records")
+    builder = Builder(home.index_db, "records")
+    con = connect(home.index_db)
+    n = 0
+    try:
+        last = con.execute("SELECT COALESCE(MAX(seq), 0) FROM search_outbox").fetchone()[0]
+        for rid, scope_id, status, rtype, text, files in con.execute(
+                "SELECT id, scope_id, status, type, text, files FROM records"):
+            rec = {"id": rid, "scope_id": scope_id, "status": status, "type": rtype, "text": text,
+                   "files": json.loads(files or "[]")}
+            builder.add(rid, search_fields(rec), " ".join(tokenize(index_text(rec))))
+            n += 1
+        builder.install()
+        con.execute("DELETE FROM search_outbox WHERE kind='records' AND seq<=?", (last,))
+        con.commit()
+    except BaseException:
+        builder.abandon()
+        raise
+    finally:
+        con.close()
+    if log:
+        log.info("search_rebuilt", kind="records", documents=n)
+    return n
+
+
+def purge_passages_search(home, log=None) -> int:
+    """After a hard delete of passages: the engine's passages folder built anew from the episode files, so
+    the deleted passages' terms are in no segment (tantivy keeps them until the segment is merged)."""
+    return rebuild_search(home, log, kinds=["passages"]).get("passages", 0)
+
+
+def rebuild_search(home, log=None, kinds=None) -> dict:
+    """Build the engine folders that are missing, incomplete or of another schema (or these `kinds`) from
+    the sources: records from the index's rows, passages from the episode files.  The caller holds the run
+    lock.  Returns {kind: documents}."""
+    from cortex.store.search import KINDS, usable
+    done = {}
+    for kind in (KINDS if kinds is None else kinds):
+        if kinds is None and usable(home.index_db, kind):
+            continue
+        if log:
+            log.info("search_rebuilding", kind=kind)
+        if kind == "records":
+            done[kind] = rebuild_records_search(home, log)
+        else:
+            done[kind] = reindex_passages(home, log)["passages"]
+    return done
 
 
 # -- full rebuild ----------------------------------------------------------------------------------
@@ -363,7 +429,10 @@ def _reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         for i, f in enumerate(files):
             con.execute("ATTACH DATABASE ? AS stage%d" % i, (f,))
             names.append("stage%d" % i)
+        from cortex.store.search import mark_incomplete
+        mark_incomplete(home.index_db, "records")  # rebuilt from the new rows below
         con.execute("BEGIN IMMEDIATE")
+        con.execute("DELETE FROM main.search_outbox WHERE kind='records'")
         for name in ("postings_id", "terms_df", "sessions_id", "records_hit"):
             con.execute("DROP INDEX IF EXISTS %s" % name)
         if not has_postings_dl(con):
@@ -414,5 +483,6 @@ def _reindex(home, cfg, progress=None, log=None, workers=None) -> dict:
         if idx is not None:
             idx.close()
         shutil.rmtree(stage_dir, ignore_errors=True)
+    rebuild_records_search(home, log)
     ep = reindex_passages(home, log)  # episodes/: their passages, from the files alone
     return {"records": len(paths) - len(bad), "unreadable": bad + ep["unreadable"], "passages": ep["passages"]}

@@ -96,36 +96,53 @@ def test_prompt_hook_imports_nothing_heavy(big_home):
     assert heavy == []
 
 
-@pytest.mark.parametrize("prompt_text", ["The session token cache keeps failing in the parser; why did we drop Redis?",
-                                         "session session cache", "lock the queue worker config"])
-@pytest.mark.parametrize("n,min_score", [(1, 0.0), (12, 0.0), (12, 4.0), (400, 2.0), (5000, 0.0)])
-def test_best_in_scope_equals_filtering_every_hit(big_home, tmp_path, prompt_text, n, min_score):
+@pytest.fixture(scope="module")
+def archived_copy(big_home, tmp_path_factory):
+    """A copy of the big home's index (rows and engine) with every ninth record archived."""
     import shutil
     import sqlite3
-    from cortex.store.index import bm25_scores, connect
-    from cortex.store.terms import query_terms
+    from cortex.core.home import Home
+    from cortex.store.indexer import rebuild_records_search
     info, _ = big_home
-    db = str(tmp_path / "cortex.sqlite")
-    shutil.copy(os.path.join(info["home"], "index", "cortex.sqlite"), db)
-    con = sqlite3.connect(db)
+    home = Home(str(tmp_path_factory.mktemp("archived") / "home"))
+    shutil.copytree(os.path.join(info["home"], "index"), os.path.dirname(home.index_db))
+    con = sqlite3.connect(home.index_db)
     ids = [r[0] for r in con.execute("SELECT id FROM records ORDER BY id")]
     con.executemany("UPDATE records SET status='archived' WHERE id=?", [(i,) for i in ids[::9]])
     con.commit()
     con.close()
-    con = connect(db, readonly=True)
+    rebuild_records_search(home)
+    return home
+
+
+@pytest.mark.parametrize("engine", [True, False])
+@pytest.mark.parametrize("prompt_text", ["The session token cache keeps failing in the parser; why did we drop Redis?",
+                                         "session session cache", "lock the queue worker config"])
+@pytest.mark.parametrize("n", [1, 12, 400, 5000])
+def test_record_hits_equal_filtering_every_hit(big_home, archived_copy, prompt_text, n, engine):
+    """The prompt's records (index.record_hits: the best n of the project and its domain, active only) are
+    the first n of every hit filtered by hand: from the engine, whose filters are part of the query, and
+    from the postings, the fallback while the engine is rebuilt (filtered batch by batch)."""
+    from cortex.store import search
+    from cortex.store.index import bm25_scores, connect, record_hits
+    from cortex.store.terms import query_terms
+    info, _ = big_home
+    con = connect(archived_copy.index_db, readonly=True)
     try:
         scope_ids = {info["project"], info["domain"]}
-        shown = set(ids[1::5])
         in_scope = {r[0] for r in con.execute("SELECT id FROM records WHERE scope_id IN (?, ?) AND status='active'",
                                               tuple(scope_ids))}
         terms = query_terms(prompt_text)
-        everything = bm25_scores(con, terms, ids_filter=in_scope - shown)
-        want = sorted(everything.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
-        want = [(rid, s) for rid, s in want if s >= min_score]
-        got = prompt._best_in_scope(con, bm25_scores(con, terms), scope_ids, shown, n, min_score)
+        reader = search.Reader(archived_copy.index_db, "records") if engine else None
+        if engine:
+            everything = {k: s for s, k in reader.top(terms, 10 ** 7) if k in in_scope}
+        else:
+            everything = bm25_scores(con, terms, ids_filter=in_scope)
+        want = [(s, rid) for rid, s in sorted(everything.items(), key=lambda kv: (-kv[1], kv[0]))[:n]]
+        got = record_hits(con, terms, n, scopes=scope_ids, reader=reader)
     finally:
         con.close()
-    assert got == want and (got or min_score > 0)
+    assert got == want and got
 
 
 def test_small_talk_with_two_ordinary_words_that_earlier_sessions_used_prints_nothing(tmp_path, monkeypatch):

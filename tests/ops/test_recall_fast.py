@@ -1,6 +1,8 @@
 """recall's pruned search returns exactly what scoring every hit returns: same hits, same order, same
-scores.  The reference here scores every hit of the query (BM25 of the index, filters, every ranking
-part) and sorts them all, as recall did before it learnt to stop early."""
+scores.  The reference here scores every hit of the query (BM25 of the search engine over every record,
+filters, every ranking part) and sorts them all; recall asks the engine for the best few with the
+filters in the query and stops reading as soon as no other hit can show.  The same holds for the
+fallback on the SQLite postings, used while the engine's folder is being rebuilt."""
 import json
 import os
 import sqlite3
@@ -11,7 +13,9 @@ from cortex.model import rank
 from cortex.ops import recall as R
 from cortex.bench.run import build_home
 from cortex.core.home import Home
-from cortex.store.index import bm25_scores, connect
+from cortex.store import search
+from cortex.store.index import bm25_scores, connect, descending
+from cortex.store.indexer import rebuild_records_search
 from cortex.store.terms import query_terms
 
 NOW = 2e9
@@ -45,7 +49,20 @@ def home(tmp_path_factory):
     con.executemany("UPDATE records SET scope='L0', scope_id='other-0000' WHERE id=?", [(i,) for i in ids[2::17]])
     con.commit()
     con.close()
+    rebuild_records_search(h)  # the engine mirrors the rows changed by hand above
     return h, str(base / "proj")
+
+
+def every_score(h, terms) -> dict:
+    """{id: bm25} of every record holding a query term: the engine asked for all of them (recall's engine
+    search asks for the best few), or the postings when the engine's folder is gone."""
+    if not search.usable(h.index_db, "records"):
+        con = connect(h.index_db, readonly=True)
+        try:
+            return bm25_scores(con, terms)
+        finally:
+            con.close()
+    return {key: s for s, key in search.Reader(h.index_db, "records").top(terms, 10 ** 7)}
 
 
 def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=False):
@@ -53,9 +70,9 @@ def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=Fals
     from cortex.ops import manage
     project, domain, cfg = manage.resolve_project(h, cwd, None)
     scope_ids = manage.where(project["id"], domain, scope)
+    scores = every_score(h, query_terms(query))
     con = connect(h.index_db, readonly=True)
     try:
-        scores = bm25_scores(con, query_terms(query))
         recs = []
         for rid in scores:
             row = con.execute("SELECT %s FROM records WHERE id=?" % ", ".join(R.COLUMNS), (rid,)).fetchone()
@@ -136,6 +153,7 @@ def test_ties_are_broken_by_id_as_in_full_scoring(tmp_path):
     con.execute("UPDATE records SET times='[1900000000.0]', type='decision', confidence=0.9, pinned=0, priority=0")
     con.commit()
     con.close()
+    rebuild_records_search(h)
     for k in (1, 3, 10, 50):
         for q in ("cache", "session token"):
             assert got(h, q, str(base / "proj"), k=k) == reference(h, q, str(base / "proj"), k=k)
@@ -144,10 +162,35 @@ def test_ties_are_broken_by_id_as_in_full_scoring(tmp_path):
 def test_descending_yields_every_hit_best_first():
     scores = {"r%03d" % i: float((i * 37) % 101) / 7.0 for i in range(300)}
     scores["r999"] = 0.0
-    out = list(R._descending(scores))
+    out = list(descending(scores))
     assert sorted(out, reverse=True) == out
     assert sorted(rid for _, rid in out) == sorted(scores)
-    assert list(R._descending({})) == []
+    assert list(descending({})) == []
+
+
+@pytest.fixture()
+def engine_gone(home):
+    """The records folder of the engine taken away for one test (as while it is rebuilt), then restored."""
+    import shutil
+    h, _ = home
+    path = search.folder(h.index_db, "records")
+    shutil.move(path, path + ".away")
+    try:
+        yield
+    finally:
+        shutil.move(path + ".away", path)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(scope="all", include_archived=True, k=25), dict(types=["decision"]),
+                                dict(k=1)])
+@pytest.mark.parametrize("query", ["why did we drop the Redis cache for session tokens", "session"])
+def test_without_the_engine_recall_ranks_by_the_postings(home, engine_gone, query, kw):
+    h, cwd = home
+    assert not search.usable(h.index_db, "records")
+    kw = dict(kw)
+    k = kw.pop("k", 10)
+    fast = got(h, query, cwd, k=k, **kw)
+    assert fast and fast == reference(h, query, cwd, k=k, **kw)
 
 
 def test_cortex_recall_builds_a_light_parser_that_parses_the_same(home):

@@ -230,12 +230,11 @@ def index_rows(home: str) -> dict:
             # which moves with the clock)
             out["shortlist"] = sorted(con.execute("SELECT scope_id, group_concat(id) FROM (SELECT scope_id, id "
                                                   "FROM candidates ORDER BY scope_id, id) GROUP BY scope_id"))
-        if "passages_fts" in have:
-            out["passages_fts"] = sorted(con.execute(
-                "SELECT p.id, f.body FROM passages p JOIN passages_fts f ON f.rowid=p.rid").fetchall())
-        return out
     finally:
         con.close()
+    from cortex.store import search
+    out["search"] = search.content(db)
+    return out
 
 
 def outcome(home: str) -> dict:

@@ -192,10 +192,31 @@ def ro_connect(path: str) -> sqlite3.Connection:
     return sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=5.0)
 
 
+def search_content(home) -> dict:
+    """What the search engine holds, comparable between homes (cortex.store.search.content)."""
+    from cortex.store import search
+    return search.content(home.index_db)
+
+
+def search_vocabulary(home) -> str:
+    """Every term in the search engine's dictionaries (deleted documents' included), one per line: the engine
+    keeps no text, only terms, and a secret or a forgotten record must leave none of its own."""
+    from cortex.store import search
+    words = []
+    for kind in search.KINDS:
+        if os.path.isdir(search.folder(home.index_db, kind)):
+            try:
+                words += search.Reader(home.index_db, kind).vocabulary() or []
+            except search.SearchUnavailable:
+                pass
+    return "\n".join(words)
+
+
 def index_tables(home, tables=INDEX_TABLES) -> dict:
-    """{table: sorted rows} with the home's own path replaced by '<HOME>' (record paths differ per home)."""
+    """{table: sorted rows} with the home's own path replaced by '<HOME>' (record paths differ per home), and
+    under "search" what the search engine holds (search_content)."""
     if not os.path.exists(home.index_db):
-        return {t: [] for t in tables}
+        return dict({t: [] for t in tables}, search=None)
     con = ro_connect(home.index_db)
     try:
         out = {}
@@ -208,9 +229,10 @@ def index_tables(home, tables=INDEX_TABLES) -> dict:
             for row in con.execute("SELECT * FROM %s" % t):
                 rows.append(tuple(v.replace(home.root, "<HOME>") if isinstance(v, str) else v for v in row))
             out[t] = sorted(rows, key=repr)
-        return out
     finally:
         con.close()
+    out["search"] = search_content(home)
+    return out
 
 
 def db_text(path: str) -> str:

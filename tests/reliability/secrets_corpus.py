@@ -133,8 +133,12 @@ def windows(value: str, size: int = 12, step: int = 4):
     return [value[i:i + size] for i in range(0, len(value) - size + 1, step)] + [value[-size:]]
 
 
-def survivors(haystack: str, secrets) -> list:
-    """The secrets whose value (or any 12-character window of it) occurs in haystack."""
+def survivors(haystack: str, secrets, fold: bool = False) -> list:
+    """The secrets whose value (or any 12-character window of it) occurs in haystack (`fold`: in any case,
+    for the search engine's terms, which are lower-cased)."""
+    if fold:
+        haystack = haystack.lower()
+        return [s for s in secrets if any(w.lower() in haystack for v in s.parts() for w in windows(v))]
     return [s for s in secrets if any(w in haystack for v in s.parts() for w in windows(v))]
 
 

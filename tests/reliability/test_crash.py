@@ -76,13 +76,12 @@ def passage_rows(home) -> list:
         return []
     import sqlite3
     con = sqlite3.connect("file:%s?mode=ro" % home.index_db, uri=True)
-    try:
-        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='passages_fts'").fetchone():
+    try:  # their terms are in the search engine: index_tables(home)["search"]
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name='passages'").fetchone():
             return []
-        return sorted((r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8].replace(home.root, "<HOME>"), r[9])
-                      for r in con.execute("SELECT p.id, p.session, p.anchor, p.project, p.client, p.at, p.first_turn, "
-                                           "p.last_turn, p.path, f.body FROM passages p JOIN passages_fts f "
-                                           "ON f.rowid=p.rid"))
+        return sorted((r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8].replace(home.root, "<HOME>"))
+                      for r in con.execute("SELECT id, session, anchor, project, client, at, first_turn, last_turn, "
+                                           "path FROM passages"))
     finally:
         con.close()
 

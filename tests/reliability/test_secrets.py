@@ -22,13 +22,14 @@ from cortex.ingest import run as norm
 from cortex_testkit import transcript_meta
 
 from .helpers import (TRANSCRIPTS, copy_fixture, db_raw_bytes, db_text, env_for, make_home, read_log, record_files,
+                      search_vocabulary,
                       report, run_measured, script)
 from .inject import POSITIONS, inject_file
 from .secrets_corpus import corpus, survivors
 
 SECRET_FIXTURES = ("cc-1.0.98", "cc-2.0.64", "cc-1.0.108", "codex-0.125", "codex-0.77", "gemini")
 SECRETS = corpus(seed=7)
-OUTPUTS = ("records", "index", "logs", "block", "export", "episodes")
+OUTPUTS = ("records", "index", "search", "logs", "block", "export", "episodes")
 
 
 class Injector:
@@ -96,6 +97,7 @@ def _haystacks(home, cwds) -> dict:
         "records": "\n".join(b.decode("utf-8", "replace") for b in record_files(home).values()),
         "episodes": _episode_text(home),
         "index": db_text(home.index_db) + "\n" + db_raw_bytes(home.index_db).decode("utf-8", "replace"),
+        "search": search_vocabulary(home),  # the engine's terms (it keeps no text), compared in any case
         "logs": read_log(home),
         "block": "\n".join(session_start.build(home, c)[0] for c in sorted(cwds)),
         "export": _export(home),
@@ -104,6 +106,7 @@ def _haystacks(home, cwds) -> dict:
     for dirpath, _dirs, files in os.walk(home.root):
         rel = os.path.relpath(dirpath, home.root)
         if rel.split(os.sep)[0] in ("inbox", "records", "index", "logs", "episodes"):
+            # (index/search/ holds the engine's binary segments: its terms are checked as "search" above)
             continue  # inbox/ holds the raw captured input by design; the others are checked above
         for n in files:
             other.append(Path(dirpath, n).read_bytes().decode("utf-8", "replace"))
@@ -135,7 +138,7 @@ def _run_position(base: Path, position: str):
     assert stats["failed"] == 0, stats
     hay = _haystacks(home, cwds)
     secrets = sorted({s for s, _w in inj.used}, key=lambda s: s.kind)
-    found = {k: survivors(v, secrets) for k, v in hay.items() if v is not None}
+    found = {k: survivors(v, secrets, fold=k == "search") for k, v in hay.items() if v is not None}
     placeholders = hay["records"].count("[REDACTED:")
     return {"home": home, "injected_sites": len(inj.used), "secrets": secrets, "found": found,
             "placeholders": placeholders, "records": len(record_files(home)), "export": hay["export"] is not None,
@@ -283,6 +286,12 @@ def test_private_spans_never_reach_records_index_block_or_export(tmp_path):
     assert "staging host is db.internal" in hay["records"]  # the rest of the note is kept
     assert "staging host is db.internal" in hay["episodes"] and "remember where staging lives" in hay["episodes"]
     found = {k: [p for p in PRIVATE if p in v] for k, v in hay.items()}
+    # the engine keeps terms, not text: no term of a private span's own (one the rest of the home never uses)
+    from cortex.store.terms import tokenize
+    vocab = set(search_vocabulary(home).split("\n"))
+    kept = set(tokenize(hay["records"] + "\n" + hay["episodes"]))
+    found["search"] = [p for p in PRIVATE if (set(tokenize(p)) - kept) & vocab]
+    assert vocab
     report("secrets: <private> spans", spans=len(PRIVATE), found_in={k: len(v) for k, v in found.items()})
     assert not any(found.values()), found
     assert "<private>" not in hay["records"] and "<private>" not in hay["block"] and "<private>" not in hay["episodes"]
