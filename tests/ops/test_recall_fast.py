@@ -65,8 +65,9 @@ def every_score(h, terms) -> dict:
     return {key: s for s, key in search.Reader(h.index_db, "records").top(terms, 10 ** 7)}
 
 
-def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=False):
-    """[(id, score)] of recall by scoring every hit, no pruning."""
+def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=False, depth=None):
+    """[(id, score)] of recall by scoring every hit among the best `depth` by BM25 (R.RERANK_DEPTH, or k when
+    more) that pass the filters: no pruning."""
     from cortex.ops import manage
     project, domain, cfg = manage.resolve_project(h, cwd, None)
     scope_ids = manage.where(project["id"], domain, scope)
@@ -91,6 +92,8 @@ def reference(h, query, cwd, k=10, scope=None, types=None, include_archived=Fals
         con.close()
     if not recs:
         return []
+    depth = max(R.RERANK_DEPTH if depth is None else depth, k)
+    recs = sorted(recs, key=lambda r: (-scores[r["id"]], r["id"]))[:depth]
     top = max(scores[r["id"]] for r in recs)
     out = []
     for rec in recs:
@@ -209,3 +212,14 @@ def test_cortex_recall_builds_a_light_parser_that_parses_the_same(home):
         env = dict(os.environ, CORTEX_HOME=h.root)
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
         assert out.split() == ["0", "[]", "3"], args
+
+
+@pytest.mark.parametrize("depth", [1, 30, 200])
+@pytest.mark.parametrize("query", ["session", "cache cache cache token", "why did we drop the Redis cache for session tokens"])
+def test_the_ranking_parts_reorder_only_the_best_hits_by_bm25(home, monkeypatch, query, depth):
+    """With common words thousands of records match about equally well; the ranking parts reorder the best
+    RERANK_DEPTH of them by BM25 (or k, when more), not all."""
+    h, cwd = home
+    monkeypatch.setattr(R, "RERANK_DEPTH", depth)
+    for k in (1, 10):
+        assert got(h, query, cwd, k=k, kind="record") == reference(h, query, cwd, k=k, depth=depth)

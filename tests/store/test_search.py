@@ -252,3 +252,26 @@ def test_an_index_of_the_fts5_release_is_migrated_and_its_passages_searched(tmp_
         con.close()
     assert [row["session"] for _, row in found] == ["s-old"]
     assert norm.nothing_to_do(home)
+
+
+@pytest.mark.parametrize("n", [1, 5, 40, 400])
+def test_a_filter_most_documents_pass_is_checked_on_the_hits_with_the_same_result(home, monkeypatch, n):
+    """Reader.top checks a wide filter (most documents pass it) on the hits of the unfiltered query, and
+    falls back to the filtered query when too few pass: the same hits as the filtered query, ties by key."""
+    words = ["harp", "lute", "lyre", "zither", "sitar"]
+    recs = []
+    for i in range(300):
+        text = " ".join(words[(i + j) % 5] for j in range(1 + i % 4)) + " note%d" % (i % 7)
+        recs.append(_rec("r%03d" % i, text, scope_id="proj-1" if i % 10 else "proj-2",
+                         status="active" if i % 13 else "archived"))
+    _put(home, recs)
+    reader = search.Reader(home.index_db, "records")
+    for filters in ({"scope": ["proj-1"]}, {"scope": ["proj-1"], "status": ["active"]}, {"scope": ["proj-2"]},
+                    {"status": ["archived"]}, {"scope": ["proj-1", "proj-2"]}):
+        for query in (["harp"], ["harp", "zither", "note3"], ["note5"]):
+            wide = reader.top(query, n, filters)
+            monkeypatch.setattr(search, "WIDE_FILTER", 2.0)  # never wide: always the filtered query
+            narrow = reader.top(query, n, filters)
+            monkeypatch.undo()
+            assert wide == narrow, (filters, query)
+            assert wide == sorted(wide, key=lambda h: (-h[0], h[1]))
