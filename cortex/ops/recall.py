@@ -129,14 +129,13 @@ def passage_turns(path: str, first: int, last: int) -> list:
     return [t for t in _episode_turns(path) if first <= t["n"] <= last]
 
 
-def _telling_turn(turns: list, anchor: list, words) -> str:
-    """The text of the passage's turn that holds the most query words (the anchor on a tie): a terse
-    prompt ("yes exactly") says less than the reply that holds what was asked."""
+def _telling_turn(turns: list, anchor: list, words) -> dict:
+    """The passage's turn that holds the most query words (the anchor on a tie): a terse prompt ("yes
+    exactly") says less than the reply that holds what was asked.  {} when the turns cannot be read."""
     if not turns:
-        return ""
+        return {}
     low = [w.lower() for w in words if len(w) >= 3]
-    best = max(turns, key=lambda t: (sum(w in t["text"].lower() for w in low), t in anchor))
-    return best["text"]
+    return max(turns, key=lambda t: (sum(w in t["text"].lower() for w in low), t in anchor))
 
 
 def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cache: dict = None) -> dict:
@@ -149,6 +148,7 @@ def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cac
              if row["first_turn"] <= t["n"] <= row["last_turn"]]
     text = "\n\n".join("[%s] %s" % (t["role"], t["text"]) for t in turns)
     anchor = [t for t in turns if t["n"] == row["anchor"]]
+    telling = _telling_turn(turns, anchor, words)
     from cortex.store.index import iso_to_epoch
     t = iso_to_epoch(row["at"] or "")
     return {"kind": "episode", "id": row["id"], "type": "episode", "status": "active", "scope": "L0",
@@ -156,7 +156,8 @@ def passage_hit(home, row: dict, bm25: float, rel: float, now: float, words, cac
             "client": row["client"], "path": row["path"], "turns": [row["first_turn"], row["last_turn"]],
             "anchor": row["anchor"], "age": render.age(t, now) if t else None,
             "score": round(rel + WEIGHTS["recency"] * rcy, 4), "bm25": round(bm25, 4), "relevance": round(rel, 4),
-            "recency": round(rcy, 4), "snippet": snippet(_telling_turn(turns, anchor, words), words),
+            "recency": round(rcy, 4), "turn": telling.get("n", row["anchor"]),
+            "snippet": snippet(telling.get("text", ""), words),
             "text": text}
 
 
