@@ -43,3 +43,23 @@ def test_the_block_shows_the_second_amendment_alone(chain):
     kept = {r["id"] for r in info["kept"]}
     assert amend2["id"] in kept and not kept & {rule["id"], amend["id"]}, text
     assert "courier app collects" in text and "shipping address only" not in text
+
+
+def test_a_restatement_that_replaces_the_amended_rule_says_so():
+    """A rule amended again names what it replaces as the amended, current or last one: the record keeps
+    the words that say it replaces a rule, so the amendment in force is retired."""
+    from cortex.ingest.decisions import summary_of
+    for said in ["Understood. This replaces the amended rule from last time (holds of 30 minutes). New rule: "
+                 "holds last 30 minutes for bank transfers and 10 minutes for cards.",
+                 "OK, so the previous amendment (holds of 30 minutes) is superseded as well. From now on: holds last "
+                 "30 minutes for bank transfers and 10 minutes for cards.",
+                 "Got it, replacing the current rule again: holds last 30 minutes for bank transfers and 10 minutes "
+                 "for cards.",
+                 "Right, that's the second change. The earlier amendment (holds of 30 minutes) is replaced; the rule "
+                 "is now: holds last 30 minutes for bank transfers and 10 minutes for cards."]:
+        assert summary_of(said) == ("Holds last 30 minutes for bank transfers and 10 minutes for cards "
+                                    "(this replaces the earlier rule)."), said
+    assert summary_of("Got it: the current behaviour stays, holds last 30 minutes.") is None
+    # a clause after a semicolon may lead a summing-up; the rule it states runs to the end of its sentence
+    assert summary_of("Tests pass; the rule is now: holds last 30 minutes; cards get 10.") == (
+        "Holds last 30 minutes; cards get 10.")
