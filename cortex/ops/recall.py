@@ -11,7 +11,8 @@ so relevance leads and the ranking parts (how often and how lately a record was 
 extraction was, whether a person pinned it) separate hits of similar relevance.  Hits of the project
 come first, then hits of its domain (then, with --scope all, other scopes), each group by score.
 Archived and superseded records are hidden unless `include_archived`; then a superseded record ranks
-after the current records of its group and its hit says what replaced it (`superseded_by`).
+after the current records of its group and its hit says what replaced it (`superseded_by`) and, when that
+was replaced in turn, the rule now in force (`current`).
 
 Episode passages (a turn of a session with its neighbours, episodes/<project>/<session>.md) are
 searched beside the records, by FTS5's bm25() over the same terms, and ranked in the same list:
