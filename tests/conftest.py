@@ -402,6 +402,32 @@ def project_env(tmp_path, monkeypatch):
     return home, str(project), str(tmp_path)
 
 
+def amended_twice(home, root, project, t0, day=86400):
+    """A rule amended twice, one chat each, normalized after each: "rule-chat" settles what guest checkout
+    asks for, "amend-chat" (20 days later) replaces it, "amend2-chat" (40 days later) replaces the
+    amendment.  Returns the three session ids in that order."""
+    chats = [  # (session, day, the user asks, the assistant says, the user answers)
+        ("rule-chat", 0, "Guest checkout abandons a lot: the guest checkout form asks for too much. What should "
+         "guest checkout require?", "For guest checkout I'd require an email address and the shipping address "
+         "only; guest checkout would skip the phone number. Sound good?",
+         "yes, guest checkout without the phone number is fine"),
+        ("amend-chat", 20, "Couriers need a phone number after all.", "Understood. This replaces the earlier rule. "
+         "New rule: `checkout_form()` asks guests for an email, the shipping address and a phone number.", "right"),
+        ("amend2-chat", 40, "We're changing the checkout rule again: the phone number scares buyers off.",
+         "Got it, so the previous rule (phone required) is superseded. From now on: `checkout_form()` asks guests "
+         "for an email only; the courier app collects the delivery address and a phone number stays optional.",
+         "yes exactly"),
+    ]
+    for sid, days, ask, said, answer in chats:
+        c = Chat(root, project, sid, t0 + days * day)
+        c.user(ask)
+        c.tool("Read", file_path=os.path.join(project, "shop/checkout.py"))
+        c.say(said)
+        c.user(answer)
+        c.stop(home, run=True)
+    return tuple(sid for sid, *_ in chats)
+
+
 # --------------------------------------------------------------------------- the slow tests
 # Tests that take a second or more each (measured with --durations on the 2-core CI machine): the default
 # run skips them so it stays short; CORTEX_FULL=1 (which .ci/run sets) or `-m slow` runs them.  Listed

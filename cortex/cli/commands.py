@@ -196,7 +196,8 @@ def cmd_recall(args):
             continue
         status = " (restored)" if h["restored"] else "" if h["status"] == "active" else " (%s)" % h["status"]
         if h.get("superseded_by"):
-            status = " (superseded by %s)" % ", ".join(h["superseded_by"])
+            status = " (superseded by %s%s)" % (", ".join(h["superseded_by"]),  # then the current end of a chain
+                                                 "; now %s" % ", ".join(h["current"]) if h.get("current") else "")
         rows.append([(h["id"], "cyan"), "record", h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
     table(["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(3, 4))

@@ -150,18 +150,20 @@ RECAP_RE = re.compile(r"^\s*(?:\*\*)?(?:(?:so|ok(?:ay)?|done|great|alright|right
                       r"changes|fix|plan))?|for\s+the\s+record(?:,?\s+the\s+(?:behaviou?r|rule|logic)\s+is\s+now)?|"
                       r"the\s+(?:behaviou?r|rule|logic)\s+is\s+now|in\s+short|tl;?\s*dr)(?:\*\*)?\s*[:—–]\s*(?:\*\*)?\s*"
                       r"(?P<body>.*)", re.I)
+# what an amendment says it replaces: the earlier rule, or (a rule amended again) the amended / current one
+_EARLIER = r"(?:earlier|old|previous|original|existing|former|prior|current|amended|last)"
+_A_RULE = r"(?:rule|decision|policy|amendment)"
 REPLACING_RE = re.compile(r"\s*(?:(?:ok(?:ay)?|noted|understood|got\s+it|right|so|done)\s*[,.!:—–-]*\s*)*(?:replacing|"
-                          r"this\s+replaces)\s+the\s+(?:old|earlier|previous|existing|original)\s+(?:rule|decision|policy)"
+                          r"this\s+replaces)\s+the\s+" + _EARLIER + r"\s+" + _A_RULE + r"(?:\s+again)?"
                           r"(?:\s+with\s+the\s+new\s+one)?\s*[:—–-]\s*(?P<body>.+)", re.I)
 SUPERSEDES_RE = re.compile(r"\s*(?:that|this)\s+(?:supersedes|replaces|overrides)\s+(?:what\s+we\s+(?:settled|agreed|"
                            r"decided)(?:\s+on)?|the\s+(?:earlier|old|previous|original)\s+(?:rule|decision|policy))", re.I)
 # the turn says the rule it states replaces the earlier one ("This replaces the earlier rule (...). New rule:
 # X", "so the previous behaviour (...) is superseded. From now on: X")
 REPLACES_EARLIER_RE = re.compile(
-    r"\b(?:this|that|it|which)\s+(?:replaces|supersedes|overrides)\s+(?:the\s+|our\s+)?(?:earlier|old|previous|"
-    r"original|existing|former|prior)\b|\b(?:the\s+)?(?:earlier|old|previous|original|former|prior)\s+(?:rule|"
-    r"decision|policy|behaviou?r|approach)\b.{0,300}?\b(?:is|was)\s+(?:now\s+)?(?:superseded|replaced|obsolete|"
-    r"void|gone|dropped|retired)\b", re.I | re.S)
+    r"\b(?:this|that|it|which)\s+(?:replaces|supersedes|overrides)\s+(?:the\s+|our\s+)?" + _EARLIER + r"\b|"
+    r"\b(?:the\s+)?" + _EARLIER + r"\s+(?:rule|decision|policy|behaviou?r|approach|amendment)\b.{0,300}?\b(?:is|was)"
+    r"\s+(?:now\s+)?(?:superseded|replaced|obsolete|void|gone|dropped|retired)\b", re.I | re.S)
 # ... and then states the new rule after a lead that says it holds from now on
 FROM_NOW_RE = re.compile(r"\s*(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|henceforth)\s*[:—–]\s*"
                          r"(?P<body>.+)", re.I)
@@ -467,12 +469,21 @@ def afterthought(text: str, st: dict):
     return _with_condition(settled["text"], cond)
 
 
+def _parts(line: str) -> list:
+    """Where a summing-up may start in a line: the line, each later sentence, and the rest of a sentence after
+    each of its semicolons ("The earlier amendment (...) is replaced; the rule is now: X; Y")."""
+    out = [line]
+    for i, sentence in enumerate(re.split(r"(?<=[.!])\s+", line)):
+        out += ([sentence] if i else []) + [sentence[m.end():] for m in re.finditer(r";\s+", sentence)]
+    return out
+
+
 def summary_of(text: str, weak: bool = False):
     """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None."""
     prose = _prose(text)
     lines = prose.split("\n")
     for i, line in enumerate(lines):
-        for part in [line] + [p for p in re.split(r"(?<=[.!])\s+", line)][1:]:
+        for part in _parts(line):
             m = SUMMARY_RE.match(part)
             if not m or not SUMMARY_LEAD_OK.search(part[:m.start("body")]):
                 m = RECAP_RE.match(part)

@@ -11,7 +11,8 @@ so relevance leads and the ranking parts (how often and how lately a record was 
 extraction was, whether a person pinned it) separate hits of similar relevance.  Hits of the project
 come first, then hits of its domain (then, with --scope all, other scopes), each group by score.
 Archived and superseded records are hidden unless `include_archived`; then a superseded record ranks
-after the current records of its group and its hit says what replaced it (`superseded_by`).
+after the current records of its group and its hit says what replaced it (`superseded_by`) and, when that
+was replaced in turn, the rule now in force (`current`).
 
 Episode passages (a turn of a session with its neighbours, episodes/<project>/<session>.md) are
 searched beside the records, by FTS5's bm25() over the same terms, and ranked in the same list:
@@ -310,49 +311,108 @@ def _best_k(con, cands, k: int, max_bm25: float, parts_of) -> list:
     return scored[:k]
 
 
-def _label_superseded(hits: list):
-    """With superseded records shown (--all), each says what replaced it."""
+CHAIN_DEPTH = 10  # supersession links followed from a shown record, at most (rule -> amendment -> ...)
+
+
+def _record_at(path: str) -> dict:
+    """The record a file holds, or {} when there is none or it cannot be read."""
     from cortex.store.records import RecordError, read
+    try:
+        return read(path) if path else {}
+    except (RecordError, OSError, UnicodeDecodeError):
+        return {}
+
+
+def _links(rec: dict, field: str) -> list:
+    """The ids a record lists under `field` (supersedes, superseded_by)."""
+    return [x for x in rec.get(field) or () if isinstance(x, str)]
+
+
+def _walk(start: list, next_of, me: str) -> dict:
+    """{id: depth} of the records reached from `start` (depth 1) through `next_of` (id -> the ids it links
+    to), breadth first, each at its least depth, at most CHAIN_DEPTH deep; `me` and the ids met before are
+    not followed again, so a cycle ends.  `next_of` is asked once for each id reached."""
+    depth, level, d = {}, list(start), 1
+    while level:
+        nxt = []
+        for x in level:
+            if x != me and x not in depth:
+                depth[x] = d
+                later = next_of(x)
+                if d < CHAIN_DEPTH:
+                    nxt += later
+        level, d = nxt, d + 1
+    return depth
+
+
+def _label_superseded(hits: list):
+    """With superseded records shown (--all), each says what replaced it (`superseded_by`) and, when that
+    was replaced in turn (rule -> amendment -> second amendment), the current end of the chain (`current`:
+    the active records reached through `superseded_by`, at most CHAIN_DEPTH links).  Supersession stays in
+    one scope, so the other records of a chain are files of the hit's folder."""
     for h in hits:
-        if h["status"] == "superseded":
-            try:
-                rec = read(h["path"]) if h.get("path") else {}
-            except (RecordError, OSError, UnicodeDecodeError):
-                rec = {}
-            h["superseded_by"] = list(rec.get("superseded_by") or ())
+        if h["status"] != "superseded":
+            continue
+        h["superseded_by"] = _links(_record_at(h.get("path")), "superseded_by")
+        folder, status = os.path.dirname(h.get("path") or ""), {}
+
+        def later(rid):
+            rec = _record_at(os.path.join(folder, rid + ".md"))
+            status[rid] = rec.get("status")
+            return _links(rec, "superseded_by")
+        reached = _walk(h["superseded_by"], later, h["id"]) if folder else {}
+        current = sorted((x for x in reached if status.get(x) == "active"), key=lambda x: (reached[x], x))
+        if current and current != h["superseded_by"]:
+            h["current"] = current
+
+
+def _lineages(home, roots: dict) -> tuple:
+    """({record id: {id: depth}}, {id: sessions}): for each record of `roots` (id -> the ids it supersedes),
+    every record it supersedes directly (depth 1) or through the records those superseded in turn (rule ->
+    amendment -> second amendment), at most CHAIN_DEPTH links deep, a cycle followed once; and the sessions
+    each came from.  Its sessions and file come from the index, one query per link depth; the links on
+    from its record file (one read per record of the chains)."""
+    from cortex.store.index import connect
+    links, sessions = {}, {}
+    con = connect(home.index_db, readonly=True)
+    try:
+        level = sorted({x for v in roots.values() for x in v})
+        for depth in range(1, CHAIN_DEPTH + 1):
+            nxt = set()
+            for i in range(0, len(level), 500):
+                chunk = level[i:i + 500]
+                for rid, ss, path in con.execute("SELECT id, sessions, path FROM records WHERE id IN (%s)"
+                                                 % ",".join("?" * len(chunk)), chunk):
+                    sessions[rid] = set(json.loads(ss or "[]"))
+                    if depth < CHAIN_DEPTH:  # the links of the last depth lead nowhere that counts
+                        links[rid] = roots.get(rid) or _links(_record_at(home.record_file(path)), "supersedes")
+                        nxt.update(links[rid])
+            level = sorted(nxt - set(sessions))
+            if not level:
+                break
+    finally:
+        con.close()
+    return {rid: _walk(first, lambda x: links.get(x, ()), rid) for rid, first in roots.items()}, sessions
 
 
 def _after_superseding(home, ranked: list, k: int) -> list:
-    """`ranked` [(key, hit)] with every hit that comes only from sessions whose decision a record hit among
-    the first k superseded moved right after that record: the current rule ranks above the passages (and
-    the other records) of the exchange that settled the rule it replaced.  (A record that will not be shown
+    """`ranked` [(key, hit)] with every hit that comes only from sessions of the decisions a record hit among
+    the first k superseded moved right after that record: the current rule ranks above the passages (and the
+    other records) of the exchanges that settled the rules it replaced.  A chain counts whole: when C
+    amended B, which had amended A, the hits of A's chat move too, and those of B's chat come before A's (the
+    later version of the rule first; hits of one chat keep their order).  (A record that will not be shown
     moves nothing: the old exchange is then better than no answer.)  The links are in the record files
     (`supersedes`), the sessions of the replaced records in the index."""
-    from cortex.store.records import RecordError, read
     replaced = {}  # record hit id -> ids it supersedes (hits behind the first k never move up into them)
     for _, h in ranked[:k]:
         if h.get("kind") == "episode" or h.get("type") != "decision":
             continue
-        try:
-            rec = read(home.record_file(h.get("path")) or "")
-        except (RecordError, OSError, UnicodeDecodeError):
-            continue
-        if rec.get("supersedes"):
-            replaced[h["id"]] = list(rec["supersedes"])
+        first = _links(_record_at(home.record_file(h.get("path"))), "supersedes")
+        if first:
+            replaced[h["id"]] = first
     if not replaced:
         return ranked
-    from cortex.store.index import connect
-    sessions = {}
-    con = connect(home.index_db, readonly=True)
-    try:
-        ids = sorted({x for v in replaced.values() for x in v})
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            for rid, ss in con.execute("SELECT id, sessions FROM records WHERE id IN (%s)" % ",".join("?" * len(chunk)),
-                                       chunk):
-                sessions[rid] = set(json.loads(ss or "[]"))
-    finally:
-        con.close()
+    chains, sessions = _lineages(home, replaced)
     out = list(ranked)
     for key, h in ranked:  # best first, so a record moved behind another keeps its own followers behind it
         if h["id"] not in replaced:
@@ -361,15 +421,21 @@ def _after_superseding(home, ranked: list, k: int) -> list:
         if at >= k:
             continue
         key = out[at][0]
-        old = set().union(*[sessions.get(x, set()) for x in replaced[h["id"]]]) - set(h.get("sessions") or ())
-        if not old:
+        mine = set(h.get("sessions") or ())
+        depth_of = {}  # session -> the least depth in the chain of a record it settled
+        for rid, d in chains[h["id"]].items():
+            for s in sessions.get(rid, ()):
+                if s not in mine and d < depth_of.get(s, CHAIN_DEPTH + 1):
+                    depth_of[s] = d
+        if not depth_of:
             continue
-        moved = 0
+        movers = []
         for i, (k2, h2) in enumerate(out):
-            mine = {h2["session"]} if h2.get("kind") == "episode" else set(h2.get("sessions") or ())
-            if h2 is not h and mine and mine <= old and k2 < key:
-                moved += 1  # in their own order, right behind it
-                out[i] = ((key[0], key[1] + 1e-9 * moved, h2["id"]), h2)
+            theirs = {h2["session"]} if h2.get("kind") == "episode" else set(h2.get("sessions") or ())
+            if h2 is not h and theirs and theirs <= set(depth_of) and k2 < key:
+                movers.append((min(depth_of[s] for s in theirs), i))
+        for n, (_, i) in enumerate(sorted(movers)):  # right behind it: the later rule's chat first
+            out[i] = ((key[0], key[1] + 1e-9 * (n + 1), out[i][1]["id"]), out[i][1])
         out.sort(key=lambda x: x[0])
     return out
 

@@ -43,6 +43,7 @@ def test_labels_name_real_sessions_and_queries_avoid_the_rule_words(tmp_path):
 
 
 def test_named_bug_reports_leave_the_chats_and_the_other_queries_as_they_were(tmp_path, monkeypatch):
+    monkeypatch.setattr(generate, "add_second_amendments", lambda *a: None)   # tested on their own below
     with_named = _corpus(tmp_path, 6, "named")
     monkeypatch.setattr(generate, "add_named_bug_reports", lambda labels, seed: None)
     without = _corpus(tmp_path, 6, "without")
@@ -52,6 +53,83 @@ def test_named_bug_reports_leave_the_chats_and_the_other_queries_as_they_were(tm
     old = json.loads((without / "labels.json").read_text())["queries"]
     new = json.loads((with_named / "labels.json").read_text())["queries"]
     assert new[:len(old)] == old and {q["kind"] for q in new[len(old):]} == {"bug-named", "amend-bug-named"}
+
+
+def _digest(out):
+    """sha256 of the corpus as it was before second amendments: every other chat's file and bytes, then the
+    query list without the amend2 kinds."""
+    import hashlib
+    labels = json.loads((out / "labels.json").read_text())
+    h = hashlib.sha256()
+    for c in labels["chats"]:
+        if c["kind"] != "amendment2":
+            h.update(c["file"].encode())
+            h.update((out / c["file"]).read_bytes())
+    h.update(json.dumps([q for q in labels["queries"] if not q["kind"].startswith("amend2-")], sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def test_second_amendments_leave_the_chats_and_the_other_queries_as_they_were(tmp_path, monkeypatch):
+    # seed 7's corpus before second amendments existed (generated at 42341c6): the figures of
+    # docs/benchmarks.md were measured on it
+    with_second = _corpus(tmp_path, 7, "second")
+    assert _digest(with_second) == "d93bfd29917bd263958f2556e9d94f57e1ed46fa2889bf9182ecbbf174f1655f"
+    monkeypatch.setattr(generate, "add_second_amendments", lambda *a: None)
+    without = _corpus(tmp_path, 7, "without")
+    old, new = (json.loads((d / "labels.json").read_text()) for d in (without, with_second))
+    assert [q for q in new["queries"] if not q["kind"].startswith("amend2-")] == old["queries"]
+    assert new["queries"][:len(old["queries"])] == old["queries"]   # the new queries come last
+    assert new["chats"][:len(old["chats"])] == old["chats"] and new["rules"] == old["rules"]
+    assert all((with_second / c["file"]).read_bytes() == (without / c["file"]).read_bytes() for c in old["chats"])
+
+
+def test_second_amendments_follow_the_first_and_their_queries_accept_them(tmp_path):
+    from datetime import datetime, timedelta
+    out = _corpus(tmp_path, 5, "x")
+    labels = json.loads((out / "labels.json").read_text())
+    when = lambda s: datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    chats = {c["session_id"]: c for c in labels["chats"]}
+    seconds = labels["second_amendments"]
+    assert len(seconds) == (len(labels["amendments"]) + 1) // 2 == 5
+    first = {a["session_id"]: a for a in labels["amendments"]}
+    rules = {r["session_id"]: r for r in labels["rules"]}
+    end = max(when(c["end"]) for c in labels["chats"] if c["kind"] != "amendment2")
+    spans = sorted((when(c["start"]), when(c["end"])) for c in labels["chats"])
+    assert all(b < c for (_, b), (c, _) in zip(spans, spans[1:]))   # no two chats at once
+    queries = {q["id"]: q for q in labels["queries"]}
+    for a2 in seconds:
+        c, a1 = chats[a2["session_id"]], first[a2["supersedes"]]
+        assert c["kind"] == "amendment2" and a1["amended_by"] == a2["session_id"] and a1["key"] == a2["key"]
+        assert rules[a2["rule_session"]]["amended_by"] == a1["session_id"]
+        gap = (when(c["start"]).date() - when(chats[a1["session_id"]]["start"]).date()).days
+        assert 10 <= gap <= 25 and when(c["end"]).date() <= end.date() + timedelta(days=1), (gap, c)
+        decide = queries["%s/amend2-decide" % a2["key"]]
+        assert (decide["target"], decide["accept"]) == (a2["session_id"], [a2["session_id"]])
+        assert decide["superseded"] == [a1["session_id"], a2["rule_session"]]
+        assert decide["text"] not in (a1["queries"]["decide"], rules[a2["rule_session"]]["queries"]["decide"])
+        bugs = [q for q in labels["queries"] if q["kind"] == "amend2-bug" and q["rule"] == a2["key"]]
+        assert [q["text"] for q in bugs] == a2["queries"]["bug_reports"] and bugs
+        assert all(q["accept"] == [a2["session_id"], a1["session_id"], a2["rule_session"]] for q in bugs)
+    transcript = (out / chats[seconds[0]["session_id"]]["file"]).read_text()
+    assert seconds[0]["new_rule"] in transcript
+
+
+def test_second_amendment_bug_reports_avoid_the_words_of_every_version_of_the_rule():
+    from cortex.bench.devchats.specs import RULES, SECOND_AMENDMENTS
+    words = lambda t: set(re.findall(r"[a-z0-9]+", t.lower()))  # noqa: E731
+    for r in RULES:
+        if not r["amend"]:
+            continue
+        a2 = SECOND_AMENDMENTS[r["key"]]
+        rule_words = words(" ".join([r["rule"], r["proposal"], r["cond"], r["amend"]["new"], r["amend"]["change"],
+                                     a2["new"], a2["change"], r["code"], r["prose"], r["file"]]))
+        for bug in a2["bugs"]:
+            shared = words(bug) & rule_words - _STOP
+            assert len(shared) <= 2, (r["key"], shared)
+
+
+_STOP = {"a", "an", "and", "are", "at", "be", "by", "for", "from", "get", "in", "is", "it", "of", "on", "one", "only",
+         "over", "s", "that", "the", "their", "them", "time", "to", "up", "was", "with"}
 
 
 _COMMON = {"a", "again", "are", "at", "be", "by", "can", "customer", "from", "i", "in", "is", "it", "s", "the", "up", "with"}
@@ -98,4 +176,9 @@ def test_the_evaluation_runs_end_to_end_beside_rank_bm25(tmp_path):
     n_named = named["cortex"][1] + fig["recall@5 amend-bug-named"]["cortex"][1]
     assert fig["recall@5 all"]["cortex"][1] == fig["prompt shows right session"]["cortex"][1] == n_old
     assert fig["recall@5 all incl. named"]["cortex"][1] == n_old + n_named
+    n_amend2 = sum(fig["recall@5 " + k]["cortex"][1] for k in ("amend2-decide", "amend2-bug"))
+    assert fig["recall@5 amend2-decide"]["cortex"][1] >= 1 and n_amend2 > fig["recall@5 amend2-decide"]["cortex"][1]
+    assert fig["recall@5 all incl. named, amend2"]["cortex"][1] == n_old + n_named + n_amend2
+    second = fig["second amendment ranks above both earlier rules' chats"]
+    assert second["cortex"][1] == second["bm25"][1] == fig["recall@5 amend2-decide"]["cortex"][1]
 

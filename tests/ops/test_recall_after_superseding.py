@@ -45,3 +45,77 @@ def test_passages_of_the_superseded_rules_chat_rank_after_the_rule_that_replaced
             or (h["kind"] == "record" and h["sessions"] == ["old-chat"])]
     assert olds, hits  # the old chat still answers, below the current rule
     assert first_new < min(olds), [(h["kind"], h.get("session"), h["text"][:60]) for h in hits]
+
+
+# -- chains: rule -> amendment -> second amendment ------------------------------------------------------
+
+@pytest.fixture
+def chain(env):
+    home, project, root = env
+    sessions = testkit.amended_twice(home, root, project, T0)
+    return home, project, sessions
+
+
+def _where(hits, sessions):
+    return [i for i, h in enumerate(hits) if (h.get("session") in sessions and h["kind"] == "episode")
+            or (h["kind"] == "record" and set(h.get("sessions") or ()) <= set(sessions))]
+
+
+def test_the_second_amendment_ranks_above_the_chats_of_both_rules_it_retired(chain):
+    """The question's words are those of the first chat (its passages lead when nothing moves them), the
+    second amendment superseded the amendment, which superseded the rule: both chats come after it."""
+    home, project, (rule, amend, amend2) = chain
+    hits = recall(home, "what should guest checkout require", cwd=project, k=10, record_use=False)["hits"]
+    assert hits[0]["kind"] == "record" and hits[0]["sessions"] == [amend2], hits[0]
+    assert _where(hits, [rule]) and _where(hits, [rule, amend])[0] > 0
+
+
+def test_the_chats_of_a_chain_move_behind_the_current_rule_the_later_rule_first(chain):
+    """Every hit from the chats of the rules the shown record replaced, directly or not, moves right behind
+    it: the amendment's chat before the original rule's, each chat's hits in their own order."""
+    from cortex.ops.recall import _after_superseding
+    from cortex.store.index import connect
+    home, project, (rule, amend, amend2) = chain
+    con = connect(home.index_db, readonly=True)
+    try:
+        rid, path = con.execute("SELECT id, path FROM records WHERE status='active' AND type='decision'").fetchone()
+    finally:
+        con.close()
+    current = {"kind": "record", "id": rid, "type": "decision", "path": path, "sessions": [amend2]}
+
+    def passage(name, session):
+        return {"kind": "episode", "id": name, "session": session}
+    ranked = [passage("a1", rule), passage("b1", amend), passage("other", "elsewhere"), passage("a2", rule),
+              current, passage("b2", amend), passage("c1", amend2)]
+    out = _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k=5)
+    assert [h["id"] for _, h in out] == ["other", rid, "b1", "a1", "a2", "b2", "c1"]
+    # a record that will not be shown moves nothing
+    out = _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k=4)
+    assert [h["id"] for _, h in out] == [h["id"] for h in ranked]
+
+
+def test_recall_all_labels_each_retired_rule_with_what_replaced_it_and_the_current_rule(chain, capsys):
+    from cortex.cli.main import main
+    home, project, (rule, amend, amend2) = chain
+    hits = recall(home, "guest checkout email address", cwd=project, k=10, record_use=False,
+                  include_archived=True)["hits"]
+    recs = {h["sessions"][0]: h for h in hits if h["kind"] == "record"}
+    assert [recs[s]["status"] for s in (rule, amend, amend2)] == ["superseded", "superseded", "active"]
+    assert recs[rule]["superseded_by"] == [recs[amend]["id"]] and recs[rule]["current"] == [recs[amend2]["id"]]
+    assert recs[amend]["superseded_by"] == [recs[amend2]["id"]] and "current" not in recs[amend]
+    assert "superseded_by" not in recs[amend2]
+    assert main(["recall", "guest checkout email address", "--all", "--no-use", "--cwd", project]) == 0
+    out = capsys.readouterr().out
+    assert "superseded by %s; now %s" % (recs[amend]["id"], recs[amend2]["id"]) in out, out
+    assert "superseded by %s)" % recs[amend2]["id"] in out, out
+
+
+def test_a_chain_is_followed_once_round_a_cycle_and_at_most_ten_links_deep():
+    from cortex.ops.recall import CHAIN_DEPTH, _walk
+    links = {"b": ["a"], "a": ["b", "me"]}
+    assert _walk(["b"], lambda x: links.get(x, []), "me") == {"b": 1, "a": 2}
+    asked = []
+    line = {"r%d" % i: ["r%d" % (i + 1)] for i in range(30)}
+    got = _walk(["r0"], lambda x: asked.append(x) or line[x], "me")
+    assert CHAIN_DEPTH == 10 and got == {"r%d" % i: i + 1 for i in range(CHAIN_DEPTH)}
+    assert asked == ["r%d" % i for i in range(CHAIN_DEPTH)]

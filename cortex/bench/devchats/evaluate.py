@@ -25,6 +25,7 @@ from cortex.bench.devchats import generate
 K = 5
 KINDS = ("bug", "decide", "amend-bug", "amend-decide")      # the original query kinds ("recall@5 all")
 NAMED_KINDS = ("bug-named", "amend-bug-named")             # the same symptoms filed against the subject by name
+AMEND2_KINDS = ("amend2-decide", "amend2-bug")             # rules amended a second time (rule -> amendment -> this)
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -167,6 +168,12 @@ def rank_of(session_lists, accept):
     return None
 
 
+def above_all(session_lists, new, olds):
+    """{new_rank, old_ranks, above}: whether the session `new` appears and ranks before every one of `olds`."""
+    n, o = rank_of(session_lists, [new]), [rank_of(session_lists, [x]) for x in olds]
+    return {"new_rank": n, "old_ranks": o, "above": n is not None and all(r is None or n < r for r in o)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=7)
@@ -234,7 +241,7 @@ def main(argv=None):
     t0 = time.time()
     results = []
     for q in labels["queries"]:
-        k = 50 if q["kind"] == "amend-decide" else K
+        k = 50 if q["kind"] in ("amend-decide", "amend2-decide") else K
         hits = cx.recall(q["text"], k=k)
         sess_lists = [s for _, s in hits]
         res = {"id": q["id"], "kind": q["kind"], "text": q["text"], "target": q["target"], "accept": q["accept"],
@@ -259,6 +266,10 @@ def main(argv=None):
                 bl = baseline(q["text"], k=len(chats))
                 nb, ob = rank_of(bl, [q["target"]]), rank_of(bl, [q["superseded"]])
                 res["bm25_amend"] = {"new_rank": nb, "old_rank": ob, "above": nb is not None and (ob is None or nb < ob)}
+        if q["kind"] == "amend2-decide":   # above the chats of both the first amendment and the rule
+            res["cortex_amend2"] = above_all(sess_lists, q["target"], q["superseded"])
+            if baseline:
+                res["bm25_amend2"] = above_all(baseline(q["text"], k=len(chats)), q["target"], q["superseded"])
         results.append(res)
     t_queries = time.time() - t0
 
@@ -273,20 +284,28 @@ def main(argv=None):
 
     fig = {}
     of_kind = lambda *kinds: [r for r in results if r["kind"] in kinds]  # noqa: E731
-    for kind in KINDS + NAMED_KINDS:
+    for kind in KINDS + NAMED_KINDS + AMEND2_KINDS:
         fig["recall@5 " + kind] = recall_row(of_kind(kind))
     old = of_kind(*KINDS)   # "all" and the prompt's totals keep their meaning from before the named kinds
     fig["recall@5 all"] = recall_row(old)
-    fig["recall@5 all incl. named"] = recall_row(results)
+    fig["recall@5 all incl. named"] = recall_row(of_kind(*KINDS + NAMED_KINDS))
+    fig["recall@5 all incl. named, amend2"] = recall_row(results)
     fig["prompt shows right session"] = {"cortex": share(old, lambda r: r["prompt_hit"]), "bm25": None}
     fig["prompt printed anything"] = {"cortex": share(old, lambda r: bool(r["prompt_lines"])), "bm25": None}
     for kind in ("bug", "bug-named", "amend-bug", "amend-bug-named"):
         fig["prompt shows right session " + kind] = {"cortex": share(of_kind(kind), lambda r: r["prompt_hit"]),
                                                      "bm25": None}
-    fig["prompt shows right session incl. named"] = {"cortex": share(results, lambda r: r["prompt_hit"]), "bm25": None}
+    fig["prompt shows right session amend2"] = {"cortex": share(of_kind(*AMEND2_KINDS), lambda r: r["prompt_hit"]),
+                                                "bm25": None}
+    fig["prompt shows right session incl. named"] = {"cortex": share(of_kind(*KINDS + NAMED_KINDS),
+                                                                     lambda r: r["prompt_hit"]), "bm25": None}
     am = [r for r in results if r["kind"] == "amend-decide"]
     fig["amendment ranks above superseded"] = {"cortex": share(am, lambda r: r["cortex_amend"]["above"]),
                                                "bm25": share(am, lambda r: r["bm25_amend"]["above"]) if baseline else None}
+    am2 = of_kind("amend2-decide")
+    fig["second amendment ranks above both earlier rules' chats"] = {
+        "cortex": share(am2, lambda r: r["cortex_amend2"]["above"]),
+        "bm25": share(am2, lambda r: r["bm25_amend2"]["above"]) if baseline else None}
     rule_sids = [r["session_id"] for r in labels["rules"]]
     amend_sids = [r["session_id"] for r in labels["amendments"]]
     decoy_sids = [d["session_id"] for d in labels["decoys"]]
@@ -295,6 +314,16 @@ def main(argv=None):
     fig["rule chats with decision record"] = {"cortex": share(rule_sids, lambda s: has(s, ("decision",))), "bm25": None}
     fig["rule chats with rejected record"] = {"cortex": share(rule_sids, lambda s: has(s, ("rejected",))), "bm25": None}
     fig["amendment chats with decision record"] = {"cortex": share(amend_sids, lambda s: has(s, ("decision",))), "bm25": None}
+    amend2_sids = [r["session_id"] for r in labels.get("second_amendments", [])]
+    fig["second amendment chats with decision record"] = {"cortex": share(amend2_sids, lambda s: has(s, ("decision",))),
+                                                          "bm25": None}
+
+    def retires_first(a2):   # a decision of the second amendment's chat supersedes one of the first amendment's
+        firsts = {r["id"] for r in by_session.get(a2["supersedes"], []) if r["type"] == "decision"}
+        return any(set(r.get("supersedes") or ()) & firsts for r in by_session.get(a2["session_id"], [])
+                   if r["type"] == "decision")
+    fig["second amendment retires the first amendment's decision"] = {
+        "cortex": share(labels.get("second_amendments", []), retires_first), "bm25": None}
     fig["decoy chats with decision/rejected (false)"] = {"cortex": share(decoy_sids, lambda s: has(s, ("decision", "rejected"))), "bm25": None}
     unrel = labels["unrelated"]
     fig["unrelated chats with decision/rejected"] = {"cortex": share(unrel, lambda s: has(s, ("decision", "rejected"))), "bm25": None}
@@ -318,11 +347,11 @@ def main(argv=None):
 
     # ---- table
     print("devchats seed=%d chats=%d queries=%d root=%s" % (a.seed, len(chats), len(results), root))
-    print("%-44s %14s %14s" % ("metric", "cortex", "rank-bm25"))
+    print("%-54s %14s %14s" % ("metric", "cortex", "rank-bm25"))
     for name, v in fig.items():
         def cell(x):
             return "-" if x is None else "%3d/%-3d %5.1f%%" % (x[0], x[1], 100.0 * x[0] / x[1] if x[1] else 0)
-        print("%-44s %14s %14s" % (name, cell(v["cortex"]), cell(v["bm25"])))
+        print("%-54s %14s %14s" % (name, cell(v["cortex"]), cell(v["bm25"])))
     if by_form:
         print("named bug reports by subject form (recall@5 cortex / rank-bm25 / prompt right session): " + "; ".join(
             "%s %s" % (form, " / ".join("-" if v[x] is None else "%d/%d" % tuple(v[x]) for x in ("cortex", "bm25", "prompt")))

@@ -17,7 +17,7 @@ import sys
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from cortex.bench.devchats.specs import DEVS, EXTRA_FUNCS, PROJECT, RULES
+from cortex.bench.devchats.specs import DEVS, EXTRA_FUNCS, PROJECT, RULES, SECOND_AMENDMENTS
 
 VERSIONS = ["2.0.64", "2.0.76", "2.1.4", "2.1.39"]
 MODEL = "claude-sonnet-4-5-20250929"
@@ -436,19 +436,45 @@ AMEND_RESTATE = [
 ]
 AMEND_CONFIRM = ["yes exactly", "Correct.", "Yep, that's it.", "right, and update the docstring too"]
 
+# The second amendment of a rule (rule -> amendment -> second amendment): the user changes the amended rule
+# again; the assistant restates the new rule as replacing the amended one ({old}: the first amendment's rule,
+# {orig}: the rule the first chat settled).
+AMEND2_OPEN = [
+    "We're changing the {S} rule again: {change}.",
+    "Second amendment to {S}, sorry: {change}.",
+    "{why} So {S} changes once more: {change}.",
+    "I know we only just amended {S}, but it needs another change: {change}.",
+    "Back to {S} one more time. From now on, {change}.",
+    "The last change to {S} wasn't enough. {why} New plan: {change}.",
+]
+AMEND2_WHY = ["The numbers since the last change are in and they're not great.", "Ops lived with the new behaviour for two weeks.",
+              "Support is still getting tickets about it.", "Legal had a look at the last change.",
+              "We went through it again at the retro.", "Sales promised something to a big merchant."]
+AMEND2_RESTATE = [
+    "Understood. This replaces the amended rule from last time ({old}). New rule: {new}",
+    "OK, so the previous amendment ({old}) is superseded as well. From now on: {new}",
+    "Noted. {new} That supersedes what we settled on last time, where {old_lc}",
+    "Got it, replacing the current rule again: {new} (Until now: {old}. Originally: {orig}.)",
+    "Right, that's the second change to this rule. The earlier amendment ({old}) is replaced; the rule is now: {new}",
+]
 
-def amend_chat(chat, rng, rule, style):
+
+def amend_chat(chat, rng, rule, style, amend=None, old=None, templates=(AMEND_OPEN, AMEND_WHY, AMEND_RESTATE)):
+    """An amendment chat: the rule's `amend` replacing its rule, or (a second amendment) `amend` replacing the
+    rule `old`, in the given (open, why, restate) templates."""
     S = ("`%s`" % rule["code"]) if style == "code" else rule["prose"]
     mod = rule["file"].split("/")[-2]
-    a = rule["amend"]
-    why = rng.choice(AMEND_WHY)
+    a = amend or rule["amend"]
+    opens, whys, restates = templates
+    why = rng.choice(whys)
     if rng.random() < 0.4:
         filler(chat, rng, rule["file"], mod)
-    chat.user(rng.choice(AMEND_OPEN).format(S=S, change=a["change"], why=why))
+    chat.user(rng.choice(opens).format(S=S, change=a["change"], why=why))
     investigate(chat, rng, rule) if rng.random() < 0.5 else chat.tool(
         "Read", {"file_path": "/srv/%s/%s" % (PROJECT, rule["file"])}, fake_source(rng, rule["file"], rule["code"]))
-    old = rule["rule"].rstrip(".")
-    chat.say(rng.choice(AMEND_RESTATE).format(old=old, old_lc=old[:1].lower() + old[1:] + ".", new=a["new"]))
+    old = (old or rule["rule"]).rstrip(".")
+    chat.say(rng.choice(restates).format(old=old, old_lc=old[:1].lower() + old[1:] + ".", new=a["new"],
+                                         orig=rule["rule"].rstrip(".")))
     chat.user(rng.choice(AMEND_CONFIRM))
     implement(chat, rng, rule)
     chat.say(rng.choice(["Updated and tested.", "Done, and the docstring now describes the new rule.",
@@ -714,6 +740,76 @@ def add_named_bug_reports(labels, seed):
     labels["queries"] += named   # after the others, so those run in the same order as before
 
 
+AMEND2_GAP = (10, 25)   # days between an amendment and its second amendment
+
+
+def _overlap(t0, t1, spans):
+    """The end of a chat in `spans` [(start, end)] that [t0, t1] overlaps (5 minutes apart at least), or None."""
+    for a, b in spans:
+        if t0 < b + timedelta(minutes=5) and a < t1 + timedelta(minutes=5):
+            return b
+    return None
+
+
+def add_second_amendments(labels, seed, out_dir, cwd, start_dt):
+    """Amend about half of the amended rules once more (rule -> amendment -> second amendment): a chat 10-25 days
+    after the first amendment, written to OUT/transcripts like the others, its `amend2-decide` query (accepts
+    the second amendment only) and `amend2-bug` queries.  Everything is drawn from its own random stream, after
+    everything else, so the other chats, their session ids and the other queries are the bytes they were
+    before second amendments existed; the new chats and queries come last in their lists."""
+    rng = random.Random("devchats/amend2/%d" % seed)
+    spec = {r["key"]: r for r in RULES}
+    rules = {r["key"]: r for r in labels["rules"]}
+    when = lambda c: datetime.strptime(c, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)  # noqa: E731
+    chat_of = {c["session_id"]: c for c in labels["chats"]}
+    spans = [(when(c["start"]), when(c["end"])) for c in labels["chats"]]
+    last_day = (start_dt + timedelta(days=89)).date()
+    room = {a["session_id"]: min(AMEND2_GAP[1], (last_day - when(chat_of[a["session_id"]]["start"]).date()).days)
+            for a in labels["amendments"]}
+    eligible = [a for a in labels["amendments"] if room[a["session_id"]] >= AMEND2_GAP[0] and a["key"] in SECOND_AMENDMENTS]
+    chosen = set(id(a) for a in rng.sample(eligible, min((len(labels["amendments"]) + 1) // 2, len(eligible))))
+    labels["second_amendments"] = []
+    for a in labels["amendments"]:
+        a["amended_by"] = None
+        if id(a) not in chosen:
+            continue
+        r, a2, first = spec[a["key"]], SECOND_AMENDMENTS[a["key"]], rules[a["key"]]
+        day = when(chat_of[a["session_id"]]["start"]).date() + timedelta(days=rng.randint(AMEND2_GAP[0], room[a["session_id"]]))
+        t = datetime(day.year, day.month, day.day, rng.randint(8, 18), rng.randint(0, 59), rng.randint(0, 59),
+                     tzinfo=timezone.utc)
+        sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        branch = rng.choice(["main", "main", "develop", "fix/%s" % rng.choice(["eta", "labels", "queue", "search"])])
+        style = "code" if rng.random() < 0.6 else "prose"
+        while True:  # a chat of its own time, as the others: moved past any chat it would overlap
+            chat = Chat(rng, sid, cwd, t, branch)
+            amend_chat(chat, rng, r, style, amend=a2, old=r["amend"]["new"],
+                       templates=(AMEND2_OPEN, AMEND2_WHY, AMEND2_RESTATE))
+            busy = _overlap(t, chat.end_time(), spans)
+            if busy is None:
+                break
+            t = busy + timedelta(minutes=rng.randint(5, 90))
+        spans.append((t, chat.end_time()))
+        entry = {"session_id": sid, "kind": "amendment2", "start": t.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "end": chat.end_time().strftime("%Y-%m-%dT%H:%M:%SZ"), "file": "transcripts/%s.jsonl" % sid,
+                 "lines": len(chat.lines)}
+        chat.write(os.path.join(out_dir, entry["file"]))
+        labels["chats"].append(entry)
+        a["amended_by"] = sid
+        taken = {first["queries"]["decide"], a["queries"]["decide"]}
+        q_decide = rng.choice([q for q in (q.format(code=r["code"], prose=r["prose"]) for q in DECIDE_Q) if q not in taken])
+        labels["second_amendments"].append({
+            "key": a["key"], "session_id": sid, "supersedes": a["session_id"], "rule_session": first["session_id"],
+            "subject": r["code"], "new_rule": a2["new"], "change": a2["change"],
+            "queries": {"decide": q_decide, "bug_reports": list(a2["bugs"])}})
+        labels["queries"].append({"id": "%s/amend2-decide" % a["key"], "kind": "amend2-decide", "text": q_decide,
+                                  "target": sid, "accept": [sid], "superseded": [a["session_id"], first["session_id"]],
+                                  "rule": a["key"]})
+        for i, q in enumerate(a2["bugs"]):
+            labels["queries"].append({"id": "%s/amend2-bug%d" % (a["key"], i + 1), "kind": "amend2-bug", "text": q,
+                                      "target": sid, "accept": [sid, a["session_id"], first["session_id"]],
+                                      "rule": a["key"]})
+
+
 def generate(out_dir, seed=7, chats=180, cwd="/home/dev/%s" % PROJECT, end="2026-06-30"):
     rng = random.Random(seed)
     os.makedirs(os.path.join(out_dir, "transcripts"), exist_ok=True)
@@ -815,6 +911,7 @@ def generate(out_dir, seed=7, chats=180, cwd="/home/dev/%s" % PROJECT, end="2026
                                       "target": a["session_id"], "accept": [a["session_id"], a["supersedes"]],
                                       "rule": a["key"]})
     add_named_bug_reports(labels, seed)
+    add_second_amendments(labels, seed, out_dir, cwd, start_dt)
     with open(os.path.join(out_dir, "labels.json"), "w", encoding="utf-8") as fh:
         json.dump(labels, fh, ensure_ascii=False, indent=1, sort_keys=True)
         fh.write("\n")

@@ -18,6 +18,10 @@ rule that a chat settles piecewise.  Fields (all plain strings unless noted):
   reason    why (a clause)
   bugs      symptom reports that never name the rule or reuse its distinctive words
   amend     optional: {"new": the amended rule, "change": what the user says (a clause), "bugs": [symptoms]}
+
+SECOND_AMENDMENTS below amends each amended rule once more (rule -> amendment -> second amendment), in the same
+fields as `amend`: `new` states the whole rule after the second change, `change` is what the user says,
+`bugs` are symptoms of what the second change fixes (they name neither the rule, the function nor the file).
 """
 
 PROJECT = "parcelwise"
@@ -476,6 +480,51 @@ RULES = [
                "sum of the breakdown doesn't match the headline price"],
          amend=None),
 ]
+
+# A second amendment for every rule that has an `amend` (the generator gives one to about half of the amended
+# rules of a corpus, 10-25 days after the first amendment).
+SECOND_AMENDMENTS = {
+    "courier-load": dict(
+        new="assign_courier() still balances by open stops all day, but the distance cap drops from 8 km to 5 km, and couriers on e-bikes never get jobs more than 3 km away.",
+        change="bring the cap down from 8 km to 5 km, and keep e-bike couriers within 3 km",
+        bugs=["a rider on a bicycle was sent to a pickup on the far side of the ring road and needed forty minutes to get there"]),
+    "eta-buffer": dict(
+        new="estimate_eta() pads by a flat 10 minutes in town but 20 minutes on rural routes (over 40 km of driving); the final stop still gets no padding.",
+        change="keep the flat 10 minutes in town but make it 20 minutes on rural routes with more than 40 km of driving, final stop still unpadded",
+        bugs=["out in the villages the van keeps turning up a quarter of an hour after the time on the tracking page"]),
+    "fuel-surcharge": dict(
+        new="apply_fuel_surcharge() still updates monthly on the first business day, but the rate moves at most 2 percentage points from one month to the next; fixed-price contracts are still exempt.",
+        change="keep the monthly update but never let the rate move more than 2 percentage points from one month to the next, contracts still exempt",
+        bugs=["a merchant's per-parcel extra charge nearly doubled overnight at the start of March and they want an explanation"]),
+    "webhook-retry": dict(
+        new="TrackingWebhookDispatcher retries for 24 hours (gap capped at 1 h); after that it pauses the endpoint, keeps the undelivered events for 7 days and emails the merchant instead of dropping them; 410 still disables the endpoint.",
+        change="after the 24 hours stop dropping the events: pause the endpoint, keep what wasn't delivered for a week and email the merchant so they can replay it",
+        bugs=["a shop's integration was down over a long weekend and the shipment statuses from that stretch simply vanished, nobody told them"]),
+    "stock-reserve": dict(
+        new="reserve_stock() holds units for 30 minutes only for bank transfers; card and wallet payments go back to a 10-minute hold; pre-orders still reserve nothing until paid.",
+        change="keep the 30 minutes only for bank transfers and take card and wallet payments down to 10 minutes",
+        bugs=["during the flash sale the last few pieces sat in abandoned baskets for half an hour while other shoppers were told it was gone"]),
+    "refund-timing": dict(
+        new="refund_return() refunds items under EUR 20 at the first carrier scan only for customers with fewer than 3 returns in the last 90 days; everyone else waits for inspection (trusted-returns unchanged).",
+        change="only give the early refund under 20 euros to customers with fewer than three returns in the last 90 days, serial returners wait for inspection again",
+        bugs=["one account sent back thirty cheap phone cases this quarter and was paid for every one before a single box reached us"]),
+    "driver-payout": dict(
+        new="calculate_driver_payout() pays a failed attempt if the customer was notified beforehand by SMS or by a push notification in the app, on top of photo + 50 m GPS.",
+        change="count a push notification in the app as the heads-up too, not only the text, on top of photo and GPS",
+        bugs=["since the launch in Lyon drivers get nothing for doorsteps where nobody answered, even though those customers were told a driver was on the way"]),
+    "rate-limit": dict(
+        new="RateLimiter keys on the merchant account (20 req/s, burst 100), except platform partners hosting many shops, which share one 200 req/s bucket; labels still separate.",
+        change="keep keying on the account, but give platform partners that host many shops one shared bucket of 200 requests a second",
+        bugs=["the marketplace that runs two hundred storefronts through one integration sees errors every evening at peak"]),
+    "nightly-reconcile": dict(
+        new="nightly_reconcile() starts each carrier at its own time from a per-carrier table (01:00 UTC by default), keeps the hard stop at 05:00 and skips a carrier that published no batch; per-carrier retries unchanged.",
+        change="give every carrier its own start time from a table instead of one 01:00 run; 01:00 stays the default and the hard stop stays at 05:00",
+        bugs=["the figures for the smaller courier partner are always a day behind, their file only lands around half past two"]),
+    "damage-claims": dict(
+        new="assess_damage_claim() auto-approves up to EUR 75 with two photos, except parcels shipped with a fragile label, which always get a human review; high-claim-rate merchants are still always manual.",
+        change="keep the 75 euro limit and the two photos, but anything shipped with a fragile label always goes to a person",
+        bugs=["a glassware shop's customers got paid within minutes for every cracked bottle and nobody ever looked at the pictures"]),
+}
 
 # The code base's other files and functions, used by unrelated chats (and for lexical overlap).
 EXTRA_FUNCS = [
