@@ -278,21 +278,21 @@ def forget_text(path: str, texts: list, share: float = 0.8) -> int:
 # -- passages ---------------------------------------------------------------------------------------
 
 def passages(turns: list, since: int = 1) -> list:
-    """The passages of these turns (numbered from 1): one per anchor turn (a prompt, or a reply that
-    follows no prompt), holding the turn before it, the anchor and the reply after it, so a terse
-    answer carries the question that names its subject.  Only passages that hold a turn >= since.
+    """The passages of these turns (numbered from 1): one per turn, its anchor, holding the turn before it,
+    the anchor and the turn after it, so a terse answer carries the question that names its subject and a
+    question the answer that settles it; the anchor's own text is counted twice, so the passage ranks
+    for what its anchor says more than for its neighbours (LoCoMo R@10 72.4 -> 74.2 over prompts alone
+    as anchors, docs/benchmarks.md).  Only passages that hold a turn >= since.
     [{"anchor", "first", "last", "at", "text", "parts"}]: `parts` [(turn index, its text as cut)] are the
-    pieces `text` joins, so a caller can analyse each turn once for the (up to) three passages holding it."""
+    pieces `text` joins, so a caller can analyse each turn once for the passages holding it."""
     out = []
     n = len(turns)
     for i, t in enumerate(turns):
-        if t["role"] == "assistant" and i > 0 and turns[i - 1]["role"] == "user":
-            continue
-        first = max(i - 1, 0)
-        last = i + 1 if i + 1 < n and turns[i + 1]["role"] == "assistant" and t["role"] == "user" else i
+        first, last = max(i - 1, 0), min(i + 1, n - 1)
         if last + 1 < since:
             continue
         parts = [(j, _cut(turns[j]["text"], PASSAGE_TURN_CHARS)) for j in range(first, last + 1)]
+        parts.append(parts[i - first])
         out.append({"anchor": i + 1, "first": first + 1, "last": last + 1, "at": t["at"],
                     "text": "\n".join(text for _, text in parts), "parts": parts})
     return out

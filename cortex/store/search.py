@@ -28,7 +28,8 @@ import json
 import os
 
 KINDS = ("records", "passages")
-SCHEMA_VERSION = "2"  # 2: the filter fields are stored too (Reader.top filters most-matching ones after the search)
+SCHEMA_VERSION = "3"  # 2: the filter fields are stored too (Reader.top filters wide ones on the hits); 3: a passage
+                      # a turn (episodes.passages): rebuilt from the episodes
 WIDE_FILTER = 0.5          # filters that at least this share of documents pass are checked on the hits
 WRITER_HEAP = 48_000_000   # bytes of the writer's indexing arena (tantivy's minimum is 15 MB a thread)
 FLUSH_BATCH = 5000         # outbox rows read at a time

@@ -250,7 +250,7 @@ def test_an_index_of_the_fts5_release_is_migrated_and_its_passages_searched(tmp_
         found = passage_scores(con, tokenize("harpsichord renderer frames"))
     finally:
         con.close()
-    assert [row["session"] for _, row in found] == ["s-old"]
+    assert {row["session"] for _, row in found} == {"s-old"} and len(found) == 2  # a passage a turn
     assert norm.nothing_to_do(home)
 
 
