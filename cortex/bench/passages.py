@@ -2,8 +2,8 @@
 
     python -m cortex.bench --sizes 10000,100000 --passages 100000,1000000 --cases prompt,recall,session-start
 
-`write_episodes` writes sessions of 6-14 prompts (about 10 passages each: a passage per prompt, holding
-the reply before it, the prompt and its reply) as `episodes/<project>/<session>.md`, in the text
+`write_episodes` writes sessions of 6-14 prompts, each answered (about 20 passages each: a passage per
+turn, holding the turn before it, the turn and the turn after) as `episodes/<project>/<session>.md`, in the text
 `store.episodes.render` makes, straight to disk (no fsync, no schema check per file: the first file is
 checked, and a sample is read back and compared).  Prompts and replies are drawn like the bench records:
 sentences about code from the record templates (files, technologies, the same nouns and verbs) and
@@ -12,9 +12,9 @@ src/…`, `- ran pytest … → exit 1 / …`).  The first sessions carry the id
 sessions (`s0`, `s1`, …), so records and passages of one conversation meet in the merged order as they
 do in a real home.  90% of the sessions are in the project, 10% in another project.
 
-`index_passages` fills the `passages` and `passages_fts` tables with `cortex reindex`'s own step
-(`indexer.reindex_passages`: one transaction, bulk inserts); `tests/bench/test_bench.py` checks that it gives
-what the normalizer's incremental updates give from the same files.
+`index_passages` fills the `passages` table and the search engine's passages folder with `cortex reindex`'s
+own step (`indexer.reindex_passages`: one transaction, bulk inserts); `tests/bench/test_bench.py` checks that
+it gives what the normalizer's incremental updates give from the same files.
 """
 import os
 
@@ -128,12 +128,11 @@ def plan_sessions(n_passages: int, project_id: str, seed: int = 7, now: float = 
     while left > 0:
         start = now - rng.random() ** 2 * 90 * 86400 - 4 * 3600
         turns = session_turns(rng, vocab, i, start)
-        prompts = len(turns) // 2
-        if prompts > left:  # one passage per prompt: keep `left` of them
-            turns = turns[:2 * left]
+        if len(turns) > left:  # one passage per turn (episodes.passages): keep `left` of them
+            turns = turns[:left]
         project = OTHER_PROJECT if i % 10 == 9 else project_id
         yield "s%d" % i, project, turns
-        left -= len(turns) // 2
+        left -= len(turns)
         i += 1
 
 
