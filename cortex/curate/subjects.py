@@ -58,6 +58,24 @@ def subjects(text: str) -> list:
     return out
 
 
+FIRST_TOKEN_RE = re.compile(r"^([\s\"'(\[]*)(\S+)")
+ORDINARY_WORD_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def cap_first(text: str) -> str:
+    """`text` as a sentence: its first letter capitalised when it starts with an ordinary lower-case word
+    ("make `x()` retry" -> "Make `x()` retry").  A code name keeps its exact case: `reserve_stock()`,
+    `isEnabled`, `os.path`, `src/app.py`, `-k`, `x86` (anything but plain letters)."""
+    m = FIRST_TOKEN_RE.match(text or "")
+    if not m:
+        return text
+    word = m.group(2).rstrip(".,;:!?)]\"'")
+    if not (ORDINARY_WORD_RE.fullmatch(word) and word.islower()):
+        return text
+    at = m.start(2)
+    return text[:at] + text[at].upper() + text[at + 1:]
+
+
 def subject_terms(ident: str) -> frozenset:
     """The index terms that stand for an identifier: its compound form (`retry_upload()` -> retryupload,
     a path as written), or every term when it has no compound form."""

@@ -16,7 +16,7 @@ recent turns) so a search for the function finds it.  Brainstorming, hypothetica
 """
 import re
 
-from cortex.curate.subjects import subjects
+from cortex.curate.subjects import cap_first, subjects
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 RECENT = 8
@@ -222,10 +222,6 @@ def _tidy(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:] if s else s
-
-
 def _prose(text: str) -> str:
     return CODE_FENCE_RE.sub("\n", text or "")
 
@@ -292,7 +288,7 @@ def _statement(proposal: str) -> str:
         s = re.sub(r"[\s?]+$", "", s)
         s = re.sub(r",?\s*(?:sound\s+good|ok|okay|right|agreed|does\s+that\s+work)\s*$", "", s, flags=re.I)
         if s:
-            out.append(_cap(s.rstrip(".") + "."))
+            out.append(cap_first(s.rstrip(".") + "."))
     return " ".join(out)
 
 
@@ -336,7 +332,7 @@ def _condition(rest: str):
 def _with_condition(statement: str, cond: str) -> str:
     if not cond:
         return statement
-    return "%s — %s." % (statement.rstrip("."), cond.rstrip(".")) if statement else _cap(cond) + "."
+    return "%s — %s." % (statement.rstrip("."), cond.rstrip(".")) if statement else cap_first(cond) + "."
 
 
 def user_turn(text: str, st: dict):
@@ -385,14 +381,14 @@ def user_turn(text: str, st: dict):
                 idx = ORDINALS[choose.group("ord").lower()]
                 label = keys[idx] if -len(keys) <= idx < len(keys) else None
             if label and label.upper() in opts:
-                statement = _cap(opts[label.upper()].rstrip(".") + ".")
+                statement = cap_first(opts[label.upper()].rstrip(".") + ".")
             rest = prose[choose.end():]
         else:
             rest = prose[agree.end():] if agree else prose
             if prop.get("options") and not prop.get("recommended") and not prop.get("text"):
                 statement = None  # "yes" to several options with no recommendation: which one?
             elif prop.get("options") and prop.get("recommended"):
-                statement = _cap(prop["options"][prop["recommended"]].rstrip(".") + ".")
+                statement = cap_first(prop["options"][prop["recommended"]].rstrip(".") + ".")
             else:
                 statement = _statement(prop.get("text") or "")
         cond, ok = _condition(rest)
@@ -425,7 +421,7 @@ def user_turn(text: str, st: dict):
                 later = _tidy(later)
                 if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:
                     d = "%s (instead of %s)." % (later.rstrip("."), alt)
-                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + _cap(d),
+                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + cap_first(d),
                                 USER_RULE, "rule"))
                     break
             return out + [rejection]  # the choice first, then what it was chosen over
@@ -436,7 +432,7 @@ def user_turn(text: str, st: dict):
             continue
         if POSTPONE_RE.search(s) and not re.search(r"\bfrom now on\b|\bgoing forward\b", s, re.I):
             continue
-        text_ = _cap(s.rstrip(".") + ".")
+        text_ = cap_first(s.rstrip(".") + ".")
         prefix = ""
         if not subjects(text_) and ANAPHORA_RE.search(text_):
             prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("recent"))
@@ -494,8 +490,8 @@ def summary_of(text: str, weak: bool = False):
                 continue
             if REPLACES_EARLIER_RE.search(prose) and not REPLACES_EARLIER_RE.search(body):
                 # "This replaces the earlier rule (...). New rule: X": X keeps the words that say so
-                return _cap(body.rstrip(".") + REPLACED_MARK)
-            return _cap(body.rstrip(".") + ".")
+                return cap_first(body.rstrip(".") + REPLACED_MARK)
+            return cap_first(body.rstrip(".") + ".")
     # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
     # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
     # the record keeps the replacing words, so the earlier rule on the subject is retired
@@ -503,16 +499,16 @@ def summary_of(text: str, weak: bool = False):
     for i, part in enumerate(parts):
         m = REPLACING_RE.match(part)
         if m and len(m.group("body").split()) >= 4 and not NARRATION_RE.search(m.group("body")):
-            return _cap(_tidy(m.group("body")).rstrip(".") + " (this replaces the earlier rule).")
+            return cap_first(_tidy(m.group("body")).rstrip(".") + " (this replaces the earlier rule).")
         if i and SUPERSEDES_RE.match(part):
             body = _tidy(parts[i - 1])
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
-                return _cap(body.rstrip(".") + " (this supersedes the earlier rule).")
+                return cap_first(body.rstrip(".") + " (this supersedes the earlier rule).")
         m = FROM_NOW_RE.match(part)
         if i and m and REPLACES_EARLIER_RE.search(" ".join(parts[:i])):
             body = _tidy(m.group("body"))
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
-                return _cap(body.rstrip(".") + REPLACED_MARK)
+                return cap_first(body.rstrip(".") + REPLACED_MARK)
     return None
 
 
