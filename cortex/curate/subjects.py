@@ -58,6 +58,30 @@ def subjects(text: str) -> list:
     return out
 
 
+# names mentioned on the way rather than as what a rule is about: tests, scratch files, standard library calls
+TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?|specs?|__tests__|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|"
+                          r"[^/]*\.(?:test|spec)\.\w+|conftest\.py)$", re.I)
+SCRATCH_RE = re.compile(r"(?:^|/)(?:scratch|tmp|temp|junk|playground|sandbox|untitled)(?:[_.\d-][^/]*)?$|"
+                        r"\.(?:tmp|bak|orig|swp|log)$", re.I)
+STD_NAMESPACES = frozenset("datetime time os sys json re subprocess logging random math pathlib shutil typing "
+                           "collections itertools functools asyncio threading uuid hashlib tempfile Math JSON "
+                           "console Date Object Array Promise process fmt strings errors std".split())
+
+
+def incidental(name: str, said_by_user: bool = False) -> bool:
+    """Whether a name met in the talk around a rule is unlikely to be what the rule is about: a command-line
+    flag (`-k name`); and, unless the user named it, a command (`pytest tests/api -q`), a test or scratch
+    file (`tests/api/test_auth.py`, `scratch.py`, `tmp`) or a standard library call (`datetime.utcnow()`)
+    the assistant mentioned on the way."""
+    n = name.strip("`")
+    if n.startswith("-"):
+        return True
+    if said_by_user:
+        return False
+    return bool(" " in n or TEST_PATH_RE.search(n) or SCRATCH_RE.search(n)
+                or "." in n and n.split(".")[0] in STD_NAMESPACES and not is_path(n))
+
+
 FIRST_TOKEN_RE = re.compile(r"^([\s\"'(\[]*)(\S+)")
 ORDINARY_WORD_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 

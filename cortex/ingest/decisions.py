@@ -11,15 +11,17 @@ on every rerun.
 Evidence sets the confidence: accepted by the user (0.9; 0.95 when the assistant also sums it up)
 > summed up by the assistant alone (0.8) > stated by the assistant alone (the keyword layer, at most
 0.75).  A decision names its subject (identifiers of the text, else of the proposal, else of the
-recent turns) so a search for the function finds it.  Brainstorming, hypotheticals, questions,
-"maybe later", the user declining and routine narration make nothing.
+exchange that settled it: what the proposing turn and the user named, then what the assistant
+mentioned, never a test or scratch file, command or library call it met on the way) so a search for
+the function finds it; when unsure it names none.  Brainstorming, hypotheticals, questions, "maybe
+later", the user declining and routine narration make nothing.
 """
 import re
 
-from cortex.curate.subjects import cap_first, subjects
+from cortex.curate.subjects import cap_first, incidental, is_path, subjects
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
-RECENT = 8
+EXCHANGE_KEEP = 12  # names of the exchange kept in the state
 
 _ = r"[\s,.!:;—–-]*"
 AGREE_RE = re.compile(
@@ -226,11 +228,8 @@ def _prose(text: str) -> str:
     return CODE_FENCE_RE.sub("\n", text or "")
 
 
-_TOPIC = {}  # the state of the step under way: its user-named subjects rank first among the recent ones
-
-
 def initial_state() -> dict:
-    return {"proposal": None, "recent": [], "accepted": None, "alternative": None, "settled": None}
+    return {"proposal": None, "exchange": [], "accepted": None, "alternative": None, "settled": None}
 
 
 # -- proposals ----------------------------------------------------------------------------------------
@@ -295,18 +294,42 @@ def _statement(proposal: str) -> str:
 # -- per entry ---------------------------------------------------------------------------------------
 
 def _subject_prefix(text: str, *contexts) -> str:
+    """"For `x`: " when `text` names no code and a context does, else "".  A context is either words that
+    state the rule (the proposal, the agreed text: their first name is the subject) or the names of the
+    exchange, [[name, who]] (`_subject_of`)."""
     if subjects(text):
         return ""
     for ctx in contexts:
-        if isinstance(ctx, list) and ctx is _TOPIC.get("recent"):
-            ctx = [n for n in ctx if n not in (_TOPIC.get("topic") or [])] + list(_TOPIC.get("topic") or [])
-        if isinstance(ctx, list):
-            names = list(reversed(ctx))
-        else:
-            names = subjects(ctx or "")
-        if names:
-            return "For `%s`: " % names[0].strip("`")
+        name = _subject_of(ctx) if isinstance(ctx, list) else next(iter(subjects(ctx or "")), None)
+        if name:
+            return "For `%s`: " % name.strip("`")
     return ""
+
+
+_WHO_RANK = {"proposal": 0, "user": 1, "assistant": 2}
+
+
+def _subject_of(names: list):
+    """The name the exchange is most likely about, or None: a function or class the proposing turn or the
+    user names, then a file they name (the proposal's first), then one the assistant mentioned otherwise
+    (the latest).  A name met on the way (a test or scratch file, a command, a standard library call:
+    `subjects.incidental`) is none."""
+    ranked = sorted((who == "assistant", is_path(n), _WHO_RANK.get(who, 2), i if who != "assistant" else -i, n)
+                    for i, (n, who) in enumerate(names or []) if not incidental(n, who == "user"))
+    return ranked[0][-1] if ranked else None
+
+
+def _mention(exchange: list, text: str, who: str) -> list:
+    """The exchange's names with those `text` names added, the latest last; a name the user or the proposal
+    named keeps that rank when the assistant says it again."""
+    out = [list(e) for e in exchange or []]
+    for n in subjects(_prose(text)):
+        prev = next((e for e in out if e[0] == n), None)
+        if prev:
+            out.remove(prev)
+            who = min(who, prev[1], key=lambda w: _WHO_RANK.get(w, 2))
+        out.append([n, who])
+    return out[-EXCHANGE_KEEP:]
 
 
 def _condition(rest: str):
@@ -395,7 +418,7 @@ def user_turn(text: str, st: dict):
         if statement and ok and len(statement.split()) >= 3:
             text_ = _with_condition(statement, cond)
             text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
-                                    st.get("recent")) + text_
+                                    st.get("exchange")) + text_
             out.extend(lead)
             out.append(("decision", text_, ACCEPTED, "accepted"))
             return out
@@ -415,13 +438,13 @@ def user_turn(text: str, st: dict):
             if len(reason.split()) < 3 or POSTPONE_RE.search(reason):
                 continue
             text_ = "Not %s: %s." % (alt, reason)
-            text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+            text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
             rejection = ("rejected", text_, USER_REJECTED, "rejected")
             for later in sents[i + 1:i + 3]:
                 later = _tidy(later)
                 if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:
                     d = "%s (instead of %s)." % (later.rstrip("."), alt)
-                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + cap_first(d),
+                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("exchange")) + cap_first(d),
                                 USER_RULE, "rule"))
                     break
             return out + [rejection]  # the choice first, then what it was chosen over
@@ -435,7 +458,7 @@ def user_turn(text: str, st: dict):
         text_ = cap_first(s.rstrip(".") + ".")
         prefix = ""
         if not subjects(text_) and ANAPHORA_RE.search(text_):
-            prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("recent"))
+            prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange"))
         out.append(("decision", prefix + text_, USER_RULE, "rule"))
     return out
 
@@ -443,7 +466,7 @@ def user_turn(text: str, st: dict):
 def _rejection(alt: str, reason: str, prop, st) -> str:
     alt = re.sub(r"^(?:just|simply)\s+", "", _tidy(alt).rstrip(".?"), flags=re.I)
     text_ = "Not %s: %s." % (alt, _tidy(reason).rstrip("."))
-    return _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+    return _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
 
 
 def afterthought(text: str, st: dict):
@@ -517,8 +540,7 @@ def step(kind: str, text: str, st: dict, key_base: str):
     result: accepted | summed | rule | rejected; `key` is set for an accepted decision, whose text the
     assistant's summing-up in its next turn replaces (the same record, not a second one)."""
     out = []
-    _TOPIC.clear()
-    _TOPIC.update(recent=st.get("recent"), topic=st.get("topic"))
+    st.pop("recent", None), st.pop("topic", None)  # the names of every turn, kept before the exchange was
     settled = st.get("settled")
     if settled:
         settled["age"] = settled.get("age", 0) + (kind == "user")
@@ -526,6 +548,9 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["settled"] = settled = None
     if kind == "user":
         st["accepted"] = None
+        # the exchange: the names said since the user turn that a proposal answers, or since the last one
+        answers = bool(st.get("proposal"))
+        st["exchange"] = _mention(st.get("exchange"), text, "user")
         after = afterthought(text, st) if settled else None
         if after:
             # the same record as the agreement, now with the condition
@@ -533,7 +558,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
             settled.update(text=after)
             st["accepted"] = {"key": settled["key"], "text": after}
             st["proposal"] = st["alternative"] = None
-            return out, _remember(text, st, True)
+            st["exchange"], st["on_rule"] = _mention([], text, "user"), True
+            return out, st
         found = user_turn(text, st)
         for i, (rtype, t, conf, k) in enumerate(found):
             # the last decision of the turn is what the assistant's summing-up restates: the same record
@@ -549,6 +575,9 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None}
         else:
             st["proposal"] = st["alternative"] = None
+        if not answers:
+            st["exchange"] = _mention([], text, "user")
+        st["on_rule"] = bool(st.get("accepted"))
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
         summ = summary_of(text, weak=bool(acc))
@@ -558,11 +587,14 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 cond = acc["text"].split(" — ", 1)[1] if " — " in acc["text"] else ""
                 if cond and not _covered(cond, summ):
                     t = _with_condition(summ, cond)
-                t = _subject_prefix(t, acc["text"], st.get("recent")) + t
+                # its subject is the agreement's, else one the assistant named since the user last spoke
+                # of the rule (a side request's file is not the rule's)
+                t = _subject_prefix(t, acc["text"], _mention(st.get("exchange") if st.get("on_rule") else [],
+                                                              text, "assistant")) + t
                 out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
                 st["settled"] = {"key": acc["key"], "text": t, "conf": ACCEPTED_SUMMED, "age": 0, "summed": True}
             else:
-                t = _subject_prefix(summ, st.get("recent")) + summ
+                t = _subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ
                 out.append(("decision", t, SUMMED, "summed", None))
         st["accepted"] = None
         prop = proposal_of(text)
@@ -578,18 +610,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
             counter = COUNTER_RE.search(prose)
             if counter:
                 pending["reason"] = counter.group("reason")
-    return out, _remember(text, st, kind == "user")
-
-
-def _remember(text: str, st: dict, user: bool = False) -> dict:
-    names = subjects(_prose(text))
-    if user and names:
-        # the user names what the talk is about; the assistant's turns mention whatever it read on the way
-        st["topic"] = ([n for n in st.get("topic") or [] if n not in names] + names)[-RECENT:]
-    if names:
-        recent = [n for n in st.get("recent") or [] if n not in names] + names
-        st["recent"] = recent[-RECENT:]
-    return st
+        st["exchange"] = _mention(st.get("exchange"), text, "proposal" if prop else "assistant")
+    return out, st
 
 
 def _covered(cond: str, summ: str) -> bool:

@@ -60,3 +60,75 @@ def test_an_identifier_that_starts_a_rule_or_an_agreed_option_keeps_its_case():
                               "I'd go with option B."),
                 ("user", "go with option B")])
     assert _decisions(out)[0].startswith("package-lock.json always comes from main"), out
+
+
+# -- the subject prefix: the rule's own subject, never a name met on the way ----------------------------
+
+def _prefix(text):
+    return text.split("`")[1] if text.startswith("For `") else None
+
+
+def test_a_scratch_file_from_an_earlier_exchange_is_not_the_subject():
+    out = _run([("user", "Can you check git status, I think I left something uncommitted."),
+                ("assistant", "Only `billing/invoice.py` (our change) and an untracked `scratch.py`."),
+                ("user", "Merchants get billed twice when the invoice run is retried. It's in the invoice run."),
+                ("assistant", "I'd suggest we make the invoice run idempotent per merchant and calendar month."),
+                ("user", "ok, do it")])
+    [d] = _decisions(out)
+    assert "scratch.py" not in d and d.startswith("Make the invoice run idempotent"), d
+
+
+def test_a_command_flag_the_assistant_explained_earlier_is_not_the_subject():
+    out = _run([("user", "Unrelated, but what's the command to run only the api tests again?"),
+                ("assistant", "`pytest tests/api -q` runs just those; add `-k name` to narrow it down further."),
+                ("user", "A single merchant's batch job slowed the public API down for everyone."),
+                ("assistant", "I'd suggest we give each API key a token bucket of 20 requests per second."),
+                ("user", "sounds good")])
+    [d] = _decisions(out)
+    assert d == "Give each API key a token bucket of 20 requests per second.", d
+
+
+@pytest.mark.parametrize("remark", [
+    "Tests for this live in `tests/drivers/test_shifts.py`; there are four of them.",
+    "It's older code: it still uses `datetime.utcnow()` and swallows errors. I'll leave those alone.",
+])
+def test_a_test_file_or_a_library_call_the_assistant_mentions_is_not_the_subject(remark):
+    out = _run([("user", "Drivers end the shift with parcels still in the van. What would you do?"),
+                ("assistant", remark),
+                ("assistant", "The least invasive fix I can see is to block closing while the van has "
+                              "undelivered parcels."),
+                ("user", "Why not just auto-close shifts at midnight?"),
+                ("assistant", "I considered it; the problem is that parcels left in vans overnight would look "
+                              "delivered. So I'd stick with my suggestion."),
+                ("user", "Fair, not that then. Agreed.")])
+    assert [_prefix(t) for t in _decisions(out) + _decisions(out, "rejected")] == [None, None], out
+
+
+def test_the_function_the_proposing_turn_names_is_the_subject_before_the_users_file():
+    out = _run([("user", "Looking at `parcelwise/address/validate.py` today. Drivers can't find flats."),
+                ("assistant", "Tests for this live in `tests/address/test_validate.py`."),
+                ("assistant", "My recommendation would be to keep the original string alongside the normalized "
+                              "form. It keeps the change local to `normalize_address()`."),
+                ("user", "Ok, let's do it, though never touch the flat or unit line.")])
+    [d] = _decisions(out)
+    assert d.startswith("For `normalize_address()`: Keep the original string"), d
+
+
+def test_a_file_named_in_a_side_request_is_not_the_subject_of_the_summing_up():
+    out = _run([("user", "Finance wants the fuel surcharge to follow diesel prices. What would you do?"),
+                ("assistant", "Proposal: recompute the surcharge weekly from the published diesel index."),
+                ("user", "ok, do it"),
+                ("user", "Quick one: is `parcelwise/api/routes.py` still used anywhere?"),
+                ("assistant", "Only its definition and one test reference it."),
+                ("assistant", "Summary of the change: the fuel surcharge uses a weekly rate derived from the "
+                              "diesel index.")])
+    assert [_prefix(t) for t in _decisions(out)] == [None, None], out
+
+
+def test_the_file_the_assistant_names_while_doing_the_agreed_change_is_the_subject():
+    out = _run([("user", "A merchant's endpoint was down and their status updates vanished."),
+                ("assistant", "The least invasive fix I can see is to retry failed deliveries with backoff."),
+                ("user", "That works for me."),
+                ("assistant", "Updating `tracking/webhooks.py`."),
+                ("assistant", "So, settled: failed webhook deliveries are retried with exponential backoff.")])
+    assert _prefix(_decisions(out)[-1]) == "tracking/webhooks.py", out
