@@ -208,6 +208,8 @@ IMPERATIVE_RE = re.compile(r"^(?:(?:instead|rather)\s*[,:]?\s*)?(?:just\s+)?(?:u
                            r"with|in|via)|have\s+it)\b", re.I)
 
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+# a reply typed in a hurry starts its sentences in lower case ("OK, makes sense, skip it. yes, but ...")
+LOOSE_SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 
 
@@ -370,7 +372,7 @@ def user_turn(text: str, st: dict):
     if prop and not UNDECIDED_RE.search(prose) and not POSTPONE_RE.search(prose.split("\n")[0]):
         # "Fair, not that then. Go ahead" / "No, <reason>. Your first idea is better, go with that": the agreement
         # may follow a concession or the refusal of the alternative the assistant also offered
-        sents0 = list(_sentences(prose))
+        sents0 = [x.strip() for x in LOOSE_SENT_RE.split(prose) if x.strip()]
         for j, sj in enumerate(sents0[:4]):
             if j == 0 or not (AGREE_RE.match(sj) or FIRST_IDEA_RE.search(sj) or CHOOSE_RE.match(sj)):
                 continue

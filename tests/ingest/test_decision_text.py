@@ -132,3 +132,22 @@ def test_the_file_the_assistant_names_while_doing_the_agreed_change_is_the_subje
                 ("assistant", "Updating `tracking/webhooks.py`."),
                 ("assistant", "So, settled: failed webhook deliveries are retried with exponential backoff.")])
     assert _prefix(_decisions(out)[-1]) == "tracking/webhooks.py", out
+
+
+# -- the condition is what the user added, not the words around the agreement ---------------------------
+
+@pytest.mark.parametrize("reply, cond", [
+    ("OK, makes sense, skip it. yes, but the label-creation endpoint gets its own bucket.",
+     " — but the label-creation endpoint gets its own bucket."),
+    ("OK, makes sense, skip it. sounds good", "."),
+])
+def test_a_concession_typed_in_lower_case_is_not_the_condition(reply, cond):
+    out = _run([("assistant", "I'd suggest we give each API key a token bucket of 20 requests per second."),
+                ("user", "Couldn't we simply rate-limit per IP address?"),
+                ("assistant", "I considered it; the problem is that merchants on one platform share its IPs and "
+                              "would throttle each other. I'd still go with the first option."),
+                ("user", reply)])
+    assert _decisions(out) == ["Give each API key a token bucket of 20 requests per second" + cond], out
+    [r] = _decisions(out, "rejected")
+    assert r.startswith("Not rate-limit per IP address: merchants on one platform share its IPs"), r
+
