@@ -354,10 +354,20 @@ def _condition(rest: str):
     return "", True
 
 
+# words that open a condition: lower-cased when the condition follows the rule after a dash
+COND_OPENERS = frozenset("except unless only if when whenever with without for not excluding provided also never "
+                         "always plus leave skip ignore treat limit cap keep make allow but and or as so".split())
+
+
 def _with_condition(statement: str, cond: str) -> str:
     if not cond:
         return statement
-    return "%s — %s." % (statement.rstrip("."), cond.rstrip(".")) if statement else cap_first(cond) + "."
+    if not statement:
+        return cap_first(cond) + "."
+    word = cond.split(None, 1)[0].rstrip(",;:")
+    if word[:1].isupper() and word[1:].islower() and word.isalpha() and word.lower() in COND_OPENERS:
+        cond = cond[0].lower() + cond[1:]  # "— except hazardous goods", from "Actually, wait. Except hazardous goods"
+    return "%s — %s." % (statement.rstrip("."), cond.rstrip("."))
 
 
 def user_turn(text: str, st: dict):

@@ -151,3 +151,20 @@ def test_a_concession_typed_in_lower_case_is_not_the_condition(reply, cond):
     [r] = _decisions(out, "rejected")
     assert r.startswith("Not rate-limit per IP address: merchants on one platform share its IPs"), r
 
+
+@pytest.mark.parametrize("later, cond", [
+    ("Actually, wait. Except hazardous goods, which stay in the caged aisle.",
+     "except hazardous goods, which stay in the caged aisle"),
+    ("Actually, wait. For merchants with the trusted flag we refund at the first scan.",
+     "for merchants with the trusted flag we refund at the first scan"),
+    ("Actually, wait. Allow a 7-day grace period with a warning header.",
+     "allow a 7-day grace period with a warning header"),
+    ("Actually, wait. Royal Mail handovers keep the numeric format.", "Royal Mail handovers keep the numeric format"),
+    ("Actually, wait. `legacy_import()` keeps the old format.", "`legacy_import()` keeps the old format"),
+])
+def test_a_condition_added_later_reads_on_after_the_dash(later, cond):
+    out = _run([("assistant", "One clean option: put the top 5% SKUs by weekly picks in the slots nearest the "
+                              "packing benches."),
+                ("user", "go with that"), ("assistant", "Implementing it."), ("user", later)])
+    assert _decisions(out)[-1] == ("Put the top 5% SKUs by weekly picks in the slots nearest the packing benches — "
+                                   + cond + "."), out
