@@ -82,6 +82,29 @@ def incidental(name: str, said_by_user: bool = False) -> bool:
                 or "." in n and n.split(".")[0] in STD_NAMESPACES and not is_path(n))
 
 
+LINE_MARK_RE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)")
+CODE_SPAN_RE = re.compile(r"(`[^`\n]*`)")
+EMPHASIS_RES = (
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),                        # **bold**
+    (re.compile(r"\*\*(?![\w/(])"), ""),                                       # a ** left open ("**Decision:")
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"\1"),  # *italic*
+    (re.compile(r"(?<!\w)__(?=\S)([^_\n]*\s[^_\n]*?)(?<=\S)__(?!\w)"), r"\1"),  # __bold words__
+)
+
+
+def unmark(text: str) -> str:
+    """`text` without Markdown's line marks (a bullet, a number, a heading, a quote) and emphasis
+    (**bold**, *italic*, __bold words__).  Code names keep every character: `__init__.py`, **kwargs,
+    `src/**/*.py` and anything in backticks are left as written."""
+    out = []
+    for i, part in enumerate(CODE_SPAN_RE.split(LINE_MARK_RE.sub("", text or ""))):
+        if i % 2 == 0:
+            for pat, repl in EMPHASIS_RES:
+                part = pat.sub(repl, part)
+        out.append(part)
+    return "".join(out)
+
+
 FIRST_TOKEN_RE = re.compile(r"^([\s\"'(\[]*)(\S+)")
 ORDINARY_WORD_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 

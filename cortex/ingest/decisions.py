@@ -18,7 +18,7 @@ later", the user declining and routine narration make nothing.
 """
 import re
 
-from cortex.curate.subjects import cap_first, incidental, is_path, subjects
+from cortex.curate.subjects import cap_first, incidental, is_path, subjects, unmark
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 EXCHANGE_KEEP = 12  # names of the exchange kept in the state
@@ -221,9 +221,7 @@ def _sentences(text):
 
 
 def _tidy(s: str) -> str:
-    s = re.sub(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)", "", s)
-    s = s.replace("**", "").replace("__", "")
-    return re.sub(r"\s+", " ", s).strip()
+    return re.sub(r"\s+", " ", unmark(s)).strip()
 
 
 def _prose(text: str) -> str:

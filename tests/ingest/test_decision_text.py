@@ -168,3 +168,22 @@ def test_a_condition_added_later_reads_on_after_the_dash(later, cond):
                 ("user", "go with that"), ("assistant", "Implementing it."), ("user", later)])
     assert _decisions(out)[-1] == ("Put the top 5% SKUs by weekly picks in the slots nearest the packing benches — "
                                    + cond + "."), out
+
+
+# -- Markdown is dropped, a code name's characters never --------------------------------------------------
+
+@pytest.mark.parametrize("said, expect", [
+    ("From now on `__init__.py` files stay empty, imports go in the modules.",
+     "From now on `__init__.py` files stay empty, imports go in the modules."),
+    ("Never pass **kwargs through `dispatch()`, name every argument.",
+     "Never pass **kwargs through `dispatch()`, name every argument."),
+    ("Never *ever* call `flush()` from the **request** thread.", "Never ever call `flush()` from the request thread."),
+])
+def test_a_rule_loses_its_markdown_but_keeps_its_code_names(said, expect):
+    assert _decisions(_run([("user", said)])) == [expect]
+
+
+def test_a_stored_text_keeps_dunder_and_star_names():
+    from cortex.ingest.extract import clean_sentence
+    assert clean_sentence("- **Never** pass `**kwargs` to `__init__()`; glob `src/**/*.py`", 600) == \
+        "Never pass `**kwargs` to `__init__()`; glob `src/**/*.py`"
