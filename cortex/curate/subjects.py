@@ -23,7 +23,8 @@ COMMON_CAMEL = {"iPhone", "iOS", "macOS", "eBay", "YouTube", "GitHub", "GitLab",
 
 
 def _clean(tok: str) -> str:
-    tok = tok.strip().strip(".,;:!?'\"")
+    # punctuation around the name, never the dot that starts one (`.env`, `./scripts/deploy.sh`)
+    tok = re.sub(r"^['\",;:!?]+|['\".,;:!?]+$", "", tok.strip())
     tok = re.sub(r"\(.*\)$", "()", tok)  # foo(a, b) -> foo()
     return tok
 

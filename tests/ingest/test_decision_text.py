@@ -187,3 +187,15 @@ def test_a_stored_text_keeps_dunder_and_star_names():
     from cortex.ingest.extract import clean_sentence
     assert clean_sentence("- **Never** pass `**kwargs` to `__init__()`; glob `src/**/*.py`", 600) == \
         "Never pass `**kwargs` to `__init__()`; glob `src/**/*.py`"
+
+
+# -- a name is never cut ---------------------------------------------------------------------------------
+
+def test_the_subject_keeps_the_dot_that_starts_its_name():
+    out = _run([("user", "The `.env.example` file keeps drifting from what the app actually reads."),
+                ("assistant", "I'd suggest we generate it from the settings class in CI."),
+                ("user", "yes")])
+    assert _decisions(out) == ["For `.env.example`: Generate it from the settings class in CI."], out
+    from cortex.curate.subjects import subjects
+    assert subjects("run ./scripts/deploy.sh, not `../tools/deploy.sh` or `.github/workflows/ci.yml`.") == \
+        ["./scripts/deploy.sh", "../tools/deploy.sh", ".github/workflows/ci.yml"]
