@@ -285,7 +285,8 @@ def _statement(proposal: str) -> str:
         s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
                    r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)
         s = re.sub(r"[\s?]+$", "", s)
-        s = re.sub(r",?\s*(?:sound\s+good|ok|okay|right|agreed|does\s+that\s+work)\s*$", "", s, flags=re.I)
+        # the closing ask ("..., right?", "... sound good?"); "to the right" is the proposal's own word
+        s = re.sub(r"(?:,\s*(?:ok|okay|right|agreed)|,?\s*(?:sound\s+good|does\s+that\s+work))\s*$", "", s, flags=re.I)
         if s:
             out.append(cap_first(s.rstrip(".") + "."))
     return " ".join(out)

@@ -199,3 +199,13 @@ def test_the_subject_keeps_the_dot_that_starts_its_name():
     from cortex.curate.subjects import subjects
     assert subjects("run ./scripts/deploy.sh, not `../tools/deploy.sh` or `.github/workflows/ci.yml`.") == \
         ["./scripts/deploy.sh", "../tools/deploy.sh", ".github/workflows/ci.yml"]
+
+
+@pytest.mark.parametrize("proposal, expect", [
+    ("How about we move the totals column of `InvoiceTable` to the right?",
+     "Move the totals column of `InvoiceTable` to the right."),
+    ("I'd keep the totals of `InvoiceTable` on the right, ok?", "Keep the totals of `InvoiceTable` on the right."),
+    ("I'd keep quotes in `RateCache` for 10 minutes, sound good?", "Keep quotes in `RateCache` for 10 minutes."),
+])
+def test_the_closing_ask_goes_and_the_proposals_last_word_stays(proposal, expect):
+    assert _decisions(_run([("assistant", proposal), ("user", "yes")])) == [expect]
