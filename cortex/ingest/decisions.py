@@ -25,11 +25,11 @@ EXCHANGE_KEEP = 12  # names of the exchange kept in the state
 
 _ = r"[\s,.!:;—–-]*"
 AGREE_RE = re.compile(
-    r"^\s*(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
+    r"^\s*(?:(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
     r"reasonable|perfect)(?: to me)?|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)(?: to me)?|works(?: for me)?|"
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
     r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
-    r"this|it)|go with (?:that|this|it)|\+1|👍)\b(?![-'])" + _ + r")+", re.I)
+    r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
 CHOOSE_RE = re.compile(r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
                        r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"

@@ -209,3 +209,11 @@ def test_the_subject_keeps_the_dot_that_starts_its_name():
 ])
 def test_the_closing_ask_goes_and_the_proposals_last_word_stays(proposal, expect):
     assert _decisions(_run([("assistant", proposal), ("user", "yes")])) == [expect]
+
+
+@pytest.mark.parametrize("reply", ["👍 go ahead", "👍"])
+def test_a_thumbs_up_agrees(reply):
+    out = _run([("assistant", "How about we hold stock for 15 minutes when an order is created? It's a small change "
+                              "in `warehouse/inventory.py`."),
+                ("user", reply)])
+    assert _decisions(out) == ["For `warehouse/inventory.py`: Hold stock for 15 minutes when an order is created."]
