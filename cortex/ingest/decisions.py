@@ -353,9 +353,23 @@ def _condition(rest: str):
     return "", True
 
 
-# words that open a condition: lower-cased when the condition follows the rule after a dash
+# words that open a condition or a reason: lower-cased when it follows the rule after a dash or a colon
 COND_OPENERS = frozenset("except unless only if when whenever with without for not excluding provided also never "
                          "always plus leave skip ignore treat limit cap keep make allow but and or as so".split())
+
+
+def _mid_sentence(s: str) -> str:
+    """`s` as it reads after a dash or a colon: a first word that only opens the sentence ("Except", "For",
+    "It", "That's") in lower case ("Actually, wait. Except hazardous goods" -> "— except hazardous goods");
+    a name, "I" or any other word keeps its case."""
+    from cortex.store.terms import STOPWORDS
+    s = s.strip()
+    word = s.split(None, 1)[0].rstrip(",;:") if s else ""
+    bare = word.replace("'", "").replace("’", "")
+    if (bare[:1].isupper() and bare[1:].islower() and bare.isalpha() and not word.startswith(("I'", "I’"))
+            and bare.lower() in COND_OPENERS | STOPWORDS):
+        return s[0].lower() + s[1:]
+    return s
 
 
 def _with_condition(statement: str, cond: str) -> str:
@@ -363,10 +377,7 @@ def _with_condition(statement: str, cond: str) -> str:
         return statement
     if not statement:
         return cap_first(cond) + "."
-    word = cond.split(None, 1)[0].rstrip(",;:")
-    if word[:1].isupper() and word[1:].islower() and word.isalpha() and word.lower() in COND_OPENERS:
-        cond = cond[0].lower() + cond[1:]  # "— except hazardous goods", from "Actually, wait. Except hazardous goods"
-    return "%s — %s." % (statement.rstrip("."), cond.rstrip("."))
+    return "%s — %s." % (statement.rstrip("."), _mid_sentence(cond).rstrip("."))
 
 
 def user_turn(text: str, st: dict):
@@ -448,7 +459,7 @@ def user_turn(text: str, st: dict):
                 alt = _statement(prop["text"]).rstrip(".")
             if len(reason.split()) < 3 or POSTPONE_RE.search(reason):
                 continue
-            text_ = "Not %s: %s." % (alt, reason)
+            text_ = "Not %s: %s." % (alt, _mid_sentence(reason))
             text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
             rejection = ("rejected", text_, USER_REJECTED, "rejected")
             for later in sents[i + 1:i + 3]:
@@ -476,7 +487,7 @@ def user_turn(text: str, st: dict):
 
 def _rejection(alt: str, reason: str, prop, st) -> str:
     alt = re.sub(r"^(?:just|simply)\s+", "", _tidy(alt).rstrip(".?"), flags=re.I)
-    text_ = "Not %s: %s." % (alt, _tidy(reason).rstrip("."))
+    text_ = "Not %s: %s." % (alt, _mid_sentence(_tidy(reason)).rstrip("."))
     return _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
 
 

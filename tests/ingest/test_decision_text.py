@@ -217,3 +217,17 @@ def test_a_thumbs_up_agrees(reply):
                               "in `warehouse/inventory.py`."),
                 ("user", reply)])
     assert _decisions(out) == ["For `warehouse/inventory.py`: Hold stock for 15 minutes when an order is created."]
+
+
+@pytest.mark.parametrize("reason, said", [
+    ("It burns CPU and flips the order under the driver's feet.", "it burns CPU and flips the order"),
+    ("That's how we sold the same last unit to three people.", "that's how we sold the same last unit"),
+    ("Merchants saw the UI flip between two designs.", "Merchants saw the UI flip"),
+    ("I've seen it double-charge twice this month.", "I've seen it double-charge"),
+])
+def test_the_reason_of_a_rejection_reads_on_after_the_colon(reason, said):
+    out = _run([("assistant", "Proposal: re-plan a van's route in `RouteOptimizer` only when a stop is inserted."),
+                ("assistant", "Or, much simpler, re-optimize on every location update. Thoughts?"),
+                ("user", "Let's not. %s Your first idea is better, go with that." % reason)])
+    [r] = _decisions(out, "rejected")
+    assert r.startswith("For `RouteOptimizer`: Not re-optimize on every location update: " + said), r
