@@ -562,7 +562,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
     result: accepted | summed | rule | rejected; `key` is set for an accepted decision, whose text the
     assistant's summing-up in its next turn replaces (the same record, not a second one)."""
     out = []
-    st.pop("recent", None), st.pop("topic", None)  # the names of every turn, kept before the exchange was
+    for old in ("recent", "topic"):  # the names of every turn, kept before the exchange was
+        st.pop(old, None)
     settled = st.get("settled")
     if settled:
         settled["age"] = settled.get("age", 0) + (kind == "user")

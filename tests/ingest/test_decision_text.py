@@ -231,3 +231,12 @@ def test_the_reason_of_a_rejection_reads_on_after_the_colon(reason, said):
                 ("user", "Let's not. %s Your first idea is better, go with that." % reason)])
     [r] = _decisions(out, "rejected")
     assert r.startswith("For `RouteOptimizer`: Not re-optimize on every location update: " + said), r
+
+
+def test_a_state_saved_before_the_exchange_existed_still_steps():
+    st = dict(D.initial_state(), recent=["scratch.py"], topic=["scratch.py"])
+    st.pop("exchange")
+    out, st = D.step("assistant", "I'd suggest we make the invoice run idempotent per calendar month.", st, "k0")
+    out, st = D.step("user", "ok, do it", st, "k1")
+    assert [r[1] for r in out] == ["Make the invoice run idempotent per calendar month."]
+    assert "recent" not in st and "topic" not in st
