@@ -23,7 +23,8 @@ COMMON_CAMEL = {"iPhone", "iOS", "macOS", "eBay", "YouTube", "GitHub", "GitLab",
 
 
 def _clean(tok: str) -> str:
-    tok = tok.strip().strip(".,;:!?'\"")
+    # punctuation around the name, never the dot that starts one (`.env`, `./scripts/deploy.sh`)
+    tok = re.sub(r"^['\",;:!?]+|['\".,;:!?]+$", "", tok.strip())
     tok = re.sub(r"\(.*\)$", "()", tok)  # foo(a, b) -> foo()
     return tok
 
@@ -56,6 +57,71 @@ def subjects(text: str) -> list:
         spans.append((start, end))
         out.append(tok)
     return out
+
+
+# names mentioned on the way rather than as what a rule is about: tests, scratch files, standard library calls
+TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?|specs?|__tests__|testing)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|"
+                          r"[^/]*\.(?:test|spec)\.\w+|conftest\.py)$", re.I)
+SCRATCH_RE = re.compile(r"(?:^|/)(?:scratch|tmp|temp|junk|playground|sandbox|untitled)(?:[_.\d-][^/]*)?$|"
+                        r"\.(?:tmp|bak|orig|swp|log)$", re.I)
+STD_NAMESPACES = frozenset("datetime time os sys json re subprocess logging random math pathlib shutil typing "
+                           "collections itertools functools asyncio threading uuid hashlib tempfile Math JSON "
+                           "console Date Object Array Promise process fmt strings errors std".split())
+
+
+def incidental(name: str, said_by_user: bool = False) -> bool:
+    """Whether a name met in the talk around a rule is unlikely to be what the rule is about: a command-line
+    flag (`-k name`); and, unless the user named it, a command (`pytest tests/api -q`), a test or scratch
+    file (`tests/api/test_auth.py`, `scratch.py`, `tmp`) or a standard library call (`datetime.utcnow()`)
+    the assistant mentioned on the way."""
+    n = name.strip("`")
+    if n.startswith("-"):
+        return True
+    if said_by_user:
+        return False
+    return bool(" " in n or TEST_PATH_RE.search(n) or SCRATCH_RE.search(n)
+                or "." in n and n.split(".")[0] in STD_NAMESPACES and not is_path(n))
+
+
+LINE_MARK_RE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)")
+CODE_SPAN_RE = re.compile(r"(`[^`\n]*`)")
+EMPHASIS_RES = (
+    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), r"\1"),                        # **bold**
+    (re.compile(r"\*\*(?![\w/(])"), ""),                                       # a ** left open ("**Decision:")
+    (re.compile(r"(?<![\w*])\*(?=[^\s*])([^*\n]+?)(?<=[^\s*])\*(?![\w*])"), r"\1"),  # *italic*
+    (re.compile(r"(?<!\w)__(?=\S)([^_\n]*\s[^_\n]*?)(?<=\S)__(?!\w)"), r"\1"),  # __bold words__
+)
+
+
+def unmark(text: str) -> str:
+    """`text` without Markdown's line marks (a bullet, a number, a heading, a quote) and emphasis
+    (**bold**, *italic*, __bold words__).  Code names keep every character: `__init__.py`, **kwargs,
+    `src/**/*.py` and anything in backticks are left as written."""
+    out = []
+    for i, part in enumerate(CODE_SPAN_RE.split(LINE_MARK_RE.sub("", text or ""))):
+        if i % 2 == 0:
+            for pat, repl in EMPHASIS_RES:
+                part = pat.sub(repl, part)
+        out.append(part)
+    return "".join(out)
+
+
+FIRST_TOKEN_RE = re.compile(r"^([\s\"'(\[]*)(\S+)")
+ORDINARY_WORD_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+
+
+def cap_first(text: str) -> str:
+    """`text` as a sentence: its first letter capitalised when it starts with an ordinary lower-case word
+    ("make `x()` retry" -> "Make `x()` retry").  A code name keeps its exact case: `reserve_stock()`,
+    `isEnabled`, `os.path`, `src/app.py`, `-k`, `x86` (anything but plain letters)."""
+    m = FIRST_TOKEN_RE.match(text or "")
+    if not m:
+        return text
+    word = m.group(2).rstrip(".,;:!?)]\"'")
+    if not (ORDINARY_WORD_RE.fullmatch(word) and word.islower()):
+        return text
+    at = m.start(2)
+    return text[:at] + text[at].upper() + text[at + 1:]
 
 
 def subject_terms(ident: str) -> frozenset:

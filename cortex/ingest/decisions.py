@@ -11,23 +11,25 @@ on every rerun.
 Evidence sets the confidence: accepted by the user (0.9; 0.95 when the assistant also sums it up)
 > summed up by the assistant alone (0.8) > stated by the assistant alone (the keyword layer, at most
 0.75).  A decision names its subject (identifiers of the text, else of the proposal, else of the
-recent turns) so a search for the function finds it.  Brainstorming, hypotheticals, questions,
-"maybe later", the user declining and routine narration make nothing.
+exchange that settled it: what the proposing turn and the user named, then what the assistant
+mentioned, never a test or scratch file, command or library call it met on the way) so a search for
+the function finds it; when unsure it names none.  Brainstorming, hypotheticals, questions, "maybe
+later", the user declining and routine narration make nothing.
 """
 import re
 
-from cortex.curate.subjects import subjects
+from cortex.curate.subjects import cap_first, incidental, is_path, subjects, unmark
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
-RECENT = 8
+EXCHANGE_KEEP = 12  # names of the exchange kept in the state
 
 _ = r"[\s,.!:;—–-]*"
 AGREE_RE = re.compile(
-    r"^\s*(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
+    r"^\s*(?:(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
     r"reasonable|perfect)(?: to me)?|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)(?: to me)?|works(?: for me)?|"
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
     r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
-    r"this|it)|go with (?:that|this|it)|\+1|👍)\b(?![-'])" + _ + r")+", re.I)
+    r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
 CHOOSE_RE = re.compile(r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
                        r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"
@@ -208,6 +210,8 @@ IMPERATIVE_RE = re.compile(r"^(?:(?:instead|rather)\s*[,:]?\s*)?(?:just\s+)?(?:u
                            r"with|in|via)|have\s+it)\b", re.I)
 
 SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+# a reply typed in a hurry starts its sentences in lower case ("OK, makes sense, skip it. yes, but ...")
+LOOSE_SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 
 
@@ -219,24 +223,15 @@ def _sentences(text):
 
 
 def _tidy(s: str) -> str:
-    s = re.sub(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)", "", s)
-    s = s.replace("**", "").replace("__", "")
-    return re.sub(r"\s+", " ", s).strip()
-
-
-def _cap(s: str) -> str:
-    return s[:1].upper() + s[1:] if s else s
+    return re.sub(r"\s+", " ", unmark(s)).strip()
 
 
 def _prose(text: str) -> str:
     return CODE_FENCE_RE.sub("\n", text or "")
 
 
-_TOPIC = {}  # the state of the step under way: its user-named subjects rank first among the recent ones
-
-
 def initial_state() -> dict:
-    return {"proposal": None, "recent": [], "accepted": None, "alternative": None, "settled": None}
+    return {"proposal": None, "exchange": [], "accepted": None, "alternative": None, "settled": None}
 
 
 # -- proposals ----------------------------------------------------------------------------------------
@@ -292,27 +287,52 @@ def _statement(proposal: str) -> str:
         s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
                    r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)
         s = re.sub(r"[\s?]+$", "", s)
-        s = re.sub(r",?\s*(?:sound\s+good|ok|okay|right|agreed|does\s+that\s+work)\s*$", "", s, flags=re.I)
+        # the closing ask ("..., right?", "... sound good?"); "to the right" is the proposal's own word
+        s = re.sub(r"(?:,\s*(?:ok|okay|right|agreed)|,?\s*(?:sound\s+good|does\s+that\s+work))\s*$", "", s, flags=re.I)
         if s:
-            out.append(_cap(s.rstrip(".") + "."))
+            out.append(cap_first(s.rstrip(".") + "."))
     return " ".join(out)
 
 
 # -- per entry ---------------------------------------------------------------------------------------
 
 def _subject_prefix(text: str, *contexts) -> str:
+    """"For `x`: " when `text` names no code and a context does, else "".  A context is either words that
+    state the rule (the proposal, the agreed text: their first name is the subject) or the names of the
+    exchange, [[name, who]] (`_subject_of`)."""
     if subjects(text):
         return ""
     for ctx in contexts:
-        if isinstance(ctx, list) and ctx is _TOPIC.get("recent"):
-            ctx = [n for n in ctx if n not in (_TOPIC.get("topic") or [])] + list(_TOPIC.get("topic") or [])
-        if isinstance(ctx, list):
-            names = list(reversed(ctx))
-        else:
-            names = subjects(ctx or "")
-        if names:
-            return "For `%s`: " % names[0].strip("`")
+        name = _subject_of(ctx) if isinstance(ctx, list) else next(iter(subjects(ctx or "")), None)
+        if name:
+            return "For `%s`: " % name.strip("`")
     return ""
+
+
+_WHO_RANK = {"proposal": 0, "user": 1, "assistant": 2}
+
+
+def _subject_of(names: list):
+    """The name the exchange is most likely about, or None: a function or class the proposing turn or the
+    user names, then a file they name (the proposal's first), then one the assistant mentioned otherwise
+    (the latest).  A name met on the way (a test or scratch file, a command, a standard library call:
+    `subjects.incidental`) is none."""
+    ranked = sorted((who == "assistant", is_path(n), _WHO_RANK.get(who, 2), i if who != "assistant" else -i, n)
+                    for i, (n, who) in enumerate(names or []) if not incidental(n, who == "user"))
+    return ranked[0][-1] if ranked else None
+
+
+def _mention(exchange: list, text: str, who: str) -> list:
+    """The exchange's names with those `text` names added, the latest last; a name the user or the proposal
+    named keeps that rank when the assistant says it again."""
+    out = [list(e) for e in exchange or []]
+    for n in subjects(_prose(text)):
+        prev = next((e for e in out if e[0] == n), None)
+        if prev:
+            out.remove(prev)
+            who = min(who, prev[1], key=lambda w: _WHO_RANK.get(w, 2))
+        out.append([n, who])
+    return out[-EXCHANGE_KEEP:]
 
 
 def _condition(rest: str):
@@ -335,10 +355,31 @@ def _condition(rest: str):
     return "", True
 
 
+# words that open a condition or a reason: lower-cased when it follows the rule after a dash or a colon
+COND_OPENERS = frozenset("except unless only if when whenever with without for not excluding provided also never "
+                         "always plus leave skip ignore treat limit cap keep make allow but and or as so".split())
+
+
+def _mid_sentence(s: str) -> str:
+    """`s` as it reads after a dash or a colon: a first word that only opens the sentence ("Except", "For",
+    "It", "That's") in lower case ("Actually, wait. Except hazardous goods" -> "— except hazardous goods");
+    a name, "I" or any other word keeps its case."""
+    from cortex.store.terms import STOPWORDS
+    s = s.strip()
+    word = s.split(None, 1)[0].rstrip(",;:") if s else ""
+    bare = word.replace("'", "").replace("’", "")
+    if (bare[:1].isupper() and bare[1:].islower() and bare.isalpha() and not word.startswith(("I'", "I’"))
+            and bare.lower() in COND_OPENERS | STOPWORDS):
+        return s[0].lower() + s[1:]
+    return s
+
+
 def _with_condition(statement: str, cond: str) -> str:
     if not cond:
         return statement
-    return "%s — %s." % (statement.rstrip("."), cond.rstrip(".")) if statement else _cap(cond) + "."
+    if not statement:
+        return cap_first(cond) + "."
+    return "%s — %s." % (statement.rstrip("."), _mid_sentence(cond).rstrip("."))
 
 
 def user_turn(text: str, st: dict):
@@ -353,7 +394,7 @@ def user_turn(text: str, st: dict):
     if prop and not UNDECIDED_RE.search(prose) and not POSTPONE_RE.search(prose.split("\n")[0]):
         # "Fair, not that then. Go ahead" / "No, <reason>. Your first idea is better, go with that": the agreement
         # may follow a concession or the refusal of the alternative the assistant also offered
-        sents0 = list(_sentences(prose))
+        sents0 = [x.strip() for x in LOOSE_SENT_RE.split(prose) if x.strip()]
         for j, sj in enumerate(sents0[:4]):
             if j == 0 or not (AGREE_RE.match(sj) or FIRST_IDEA_RE.search(sj) or CHOOSE_RE.match(sj)):
                 continue
@@ -387,21 +428,21 @@ def user_turn(text: str, st: dict):
                 idx = ORDINALS[choose.group("ord").lower()]
                 label = keys[idx] if -len(keys) <= idx < len(keys) else None
             if label and label.upper() in opts:
-                statement = _cap(opts[label.upper()].rstrip(".") + ".")
+                statement = cap_first(opts[label.upper()].rstrip(".") + ".")
             rest = prose[choose.end():]
         else:
             rest = prose[agree.end():] if agree else prose
             if prop.get("options") and not prop.get("recommended") and not prop.get("text"):
                 statement = None  # "yes" to several options with no recommendation: which one?
             elif prop.get("options") and prop.get("recommended"):
-                statement = _cap(prop["options"][prop["recommended"]].rstrip(".") + ".")
+                statement = cap_first(prop["options"][prop["recommended"]].rstrip(".") + ".")
             else:
                 statement = _statement(prop.get("text") or "")
         cond, ok = _condition(rest)
         if statement and ok and len(statement.split()) >= 3:
             text_ = _with_condition(statement, cond)
             text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
-                                    st.get("recent")) + text_
+                                    st.get("exchange")) + text_
             out.extend(lead)
             out.append(("decision", text_, ACCEPTED, "accepted"))
             return out
@@ -420,14 +461,14 @@ def user_turn(text: str, st: dict):
                 alt = _statement(prop["text"]).rstrip(".")
             if len(reason.split()) < 3 or POSTPONE_RE.search(reason):
                 continue
-            text_ = "Not %s: %s." % (alt, reason)
-            text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+            text_ = "Not %s: %s." % (alt, _mid_sentence(reason))
+            text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
             rejection = ("rejected", text_, USER_REJECTED, "rejected")
             for later in sents[i + 1:i + 3]:
                 later = _tidy(later)
                 if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:
                     d = "%s (instead of %s)." % (later.rstrip("."), alt)
-                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("recent")) + _cap(d),
+                    out.append(("decision", _subject_prefix(d, prop and prop.get("text"), st.get("exchange")) + cap_first(d),
                                 USER_RULE, "rule"))
                     break
             return out + [rejection]  # the choice first, then what it was chosen over
@@ -438,18 +479,18 @@ def user_turn(text: str, st: dict):
             continue
         if POSTPONE_RE.search(s) and not re.search(r"\bfrom now on\b|\bgoing forward\b", s, re.I):
             continue
-        text_ = _cap(s.rstrip(".") + ".")
+        text_ = cap_first(s.rstrip(".") + ".")
         prefix = ""
         if not subjects(text_) and ANAPHORA_RE.search(text_):
-            prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("recent"))
+            prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange"))
         out.append(("decision", prefix + text_, USER_RULE, "rule"))
     return out
 
 
 def _rejection(alt: str, reason: str, prop, st) -> str:
     alt = re.sub(r"^(?:just|simply)\s+", "", _tidy(alt).rstrip(".?"), flags=re.I)
-    text_ = "Not %s: %s." % (alt, _tidy(reason).rstrip("."))
-    return _subject_prefix(text_, prop and prop.get("text"), st.get("recent")) + text_
+    text_ = "Not %s: %s." % (alt, _mid_sentence(_tidy(reason)).rstrip("."))
+    return _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
 
 
 def afterthought(text: str, st: dict):
@@ -505,8 +546,8 @@ def summary_of(text: str, weak: bool = False):
                 continue
             if REPLACES_EARLIER_RE.search(prose) and not REPLACES_EARLIER_RE.search(body):
                 # "This replaces the earlier rule (...). New rule: X": X keeps the words that say so
-                return _cap(body.rstrip(".") + REPLACED_MARK)
-            return _cap(body.rstrip(".") + ".")
+                return cap_first(body.rstrip(".") + REPLACED_MARK)
+            return cap_first(body.rstrip(".") + ".")
     # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
     # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
     # the record keeps the replacing words, so the earlier rule on the subject is retired
@@ -514,16 +555,16 @@ def summary_of(text: str, weak: bool = False):
     for i, part in enumerate(parts):
         m = REPLACING_RE.match(part)
         if m and len(m.group("body").split()) >= 4 and not NARRATION_RE.search(m.group("body")):
-            return _cap(_tidy(m.group("body")).rstrip(".") + " (this replaces the earlier rule).")
+            return cap_first(_tidy(m.group("body")).rstrip(".") + " (this replaces the earlier rule).")
         if i and SUPERSEDES_RE.match(part):
             body = _tidy(parts[i - 1])
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
-                return _cap(body.rstrip(".") + " (this supersedes the earlier rule).")
+                return cap_first(body.rstrip(".") + " (this supersedes the earlier rule).")
         m = FROM_NOW_RE.match(part)
         if i and m and REPLACES_EARLIER_RE.search(" ".join(parts[:i])):
             body = _tidy(m.group("body"))
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
-                return _cap(body.rstrip(".") + REPLACED_MARK)
+                return cap_first(body.rstrip(".") + REPLACED_MARK)
     return None
 
 
@@ -532,8 +573,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
     result: accepted | summed | rule | rejected; `key` is set for an accepted decision, whose text the
     assistant's summing-up in its next turn replaces (the same record, not a second one)."""
     out = []
-    _TOPIC.clear()
-    _TOPIC.update(recent=st.get("recent"), topic=st.get("topic"))
+    for old in ("recent", "topic"):  # the names of every turn, kept before the exchange was
+        st.pop(old, None)
     settled = st.get("settled")
     if settled:
         settled["age"] = settled.get("age", 0) + (kind == "user")
@@ -541,6 +582,9 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["settled"] = settled = None
     if kind == "user":
         st["accepted"] = None
+        # the exchange: the names said since the user turn that a proposal answers, or since the last one
+        answers = bool(st.get("proposal"))
+        st["exchange"] = _mention(st.get("exchange"), text, "user")
         after = afterthought(text, st) if settled else None
         if after:
             # the same record as the agreement, now with the condition
@@ -548,7 +592,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
             settled.update(text=after)
             st["accepted"] = {"key": settled["key"], "text": after}
             st["proposal"] = st["alternative"] = None
-            return out, _remember(text, st, True)
+            st["exchange"], st["on_rule"] = _mention([], text, "user"), True
+            return out, st
         found = user_turn(text, st)
         for i, (rtype, t, conf, k) in enumerate(found):
             # the last decision of the turn is what the assistant's summing-up restates: the same record
@@ -564,6 +609,9 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None}
         else:
             st["proposal"] = st["alternative"] = None
+        if not answers:
+            st["exchange"] = _mention([], text, "user")
+        st["on_rule"] = bool(st.get("accepted"))
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
         summ = summary_of(text, weak=bool(acc))
@@ -573,11 +621,14 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 cond = acc["text"].split(" — ", 1)[1] if " — " in acc["text"] else ""
                 if cond and not _covered(cond, summ):
                     t = _with_condition(summ, cond)
-                t = _subject_prefix(t, acc["text"], st.get("recent")) + t
+                # its subject is the agreement's, else one the assistant named since the user last spoke
+                # of the rule (a side request's file is not the rule's)
+                t = _subject_prefix(t, acc["text"], _mention(st.get("exchange") if st.get("on_rule") else [],
+                                                              text, "assistant")) + t
                 out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
                 st["settled"] = {"key": acc["key"], "text": t, "conf": ACCEPTED_SUMMED, "age": 0, "summed": True}
             else:
-                t = _subject_prefix(summ, st.get("recent")) + summ
+                t = _subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ
                 out.append(("decision", t, SUMMED, "summed", None))
         st["accepted"] = None
         prop = proposal_of(text)
@@ -593,18 +644,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
             counter = COUNTER_RE.search(prose)
             if counter:
                 pending["reason"] = counter.group("reason")
-    return out, _remember(text, st, kind == "user")
-
-
-def _remember(text: str, st: dict, user: bool = False) -> dict:
-    names = subjects(_prose(text))
-    if user and names:
-        # the user names what the talk is about; the assistant's turns mention whatever it read on the way
-        st["topic"] = ([n for n in st.get("topic") or [] if n not in names] + names)[-RECENT:]
-    if names:
-        recent = [n for n in st.get("recent") or [] if n not in names] + names
-        st["recent"] = recent[-RECENT:]
-    return st
+        st["exchange"] = _mention(st.get("exchange"), text, "proposal" if prop else "assistant")
+    return out, st
 
 
 def _covered(cond: str, summ: str) -> bool:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from cortex.curate.subjects import unmark
 from cortex.ingest.adapters import base as B
 from cortex.store.records import canonical_type
 
@@ -25,7 +26,6 @@ TAG_RE = re.compile(r"\[MEMORY:\s*(?P<type>[A-Za-z][A-Za-z_-]*)(?:[\s,/:]+(?P<sc
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 INLINE_CODE_RE = re.compile(r"`[^`\n]*`")
 SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
-MARKDOWN_NOISE_RE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+|#+\s+|>\s+)|\*\*|__")
 CORTEX_MARK = "<cortex-memory"
 
 # Decisions: the assistant commits to a choice.  Each pattern gives a base confidence.
@@ -119,7 +119,7 @@ def clean_sentence(s: str, limit: int) -> str:
     the cut never ends inside a word (`redact.cut`)."""
     from cortex.model import redact
     s = redact.redact(s)[0]  # <private> spans stay for the writer (a cut one runs to the end)
-    s = MARKDOWN_NOISE_RE.sub("", s).strip()
+    s = unmark(s).strip()  # Markdown's marks, never a code name's characters
     s = re.sub(r"\s+", " ", s)
     if len(s) > limit:
         cut = s.rfind(" ", 0, limit - 1)
