@@ -176,3 +176,45 @@ def names_words(ident: str, text_terms: frozenset) -> bool:
     if not words:
         return False
     return len(words - text_terms) <= (1 if len(words) >= 3 else 0)
+
+
+# Words of software work: a statement that holds none of them and names no code is small talk, not a
+# decision about the work ("I decided to take a break", "Always happy to help").  Lower-case, as written
+# and in the plural; names of languages, stores and tools included.
+TECH_WORDS = frozenset("""
+api apis endpoint endpoints database databases db schema schemas migration migrations query queries cache
+caching cached index indexes server servers client clients request requests response responses deploy
+deploys deployed deployment release releases version versions versioning branch branches commit commits
+merge merged rebase pr prs repo repos repository library libraries package packages dependency
+dependencies module modules function functions method methods class classes interface interfaces
+variable variables config configs configuration setting settings env environment environments docker
+container containers kubernetes k8s cluster queue queues worker workers job jobs thread threads lock locks
+locking async sync timeout timeouts retry retries error errors exception exceptions bug bugs crash crashes
+log logs logging file files folder folders directory path paths command commands cli flag flags option
+options parameter parameters param params argument arguments arg args code compile compiler lint linter
+formatter parser parsing token tokens auth authentication oauth jwt hook hooks plugin plugins framework
+runtime memory cpu disk latency throughput performance benchmark benchmarks regression fixture fixtures
+mock mocks stub stubs prod production staging frontend backend ui css html json yaml yml toml csv sql
+http https url urls webhook webhooks event events stream streams pipeline pipelines cron service services
+component components endpoint store stores react vue node npm pip python rust golang java typescript
+javascript ruby rails django flask fastapi postgres postgresql mysql sqlite redis kafka s3 aws gcp azure
+terraform nginx git github gitlab bash shell test tests testing unit integration e2e coverage assertion
+assert rollback build builds ci pytest jest tsc webpack vite cargo gradle maven makefile dockerfile
+encoding utf-8 utf8 regex serializer serialization payload payloads header headers cookie cookies cors
+ssl tls dns cdn bucket buckets lambda rpc grpc graphql rest websocket socket sockets port ports proxy
+middleware orm model models table tables column columns row rows field fields key keys transaction
+transactions replica replicas shard shards partition backup backups checksum hash hashes id ids uuid
+string strings integer integers array arrays list lists dict map null none undefined boolean enum type
+types typing generic generics struct structs trait traits closure callback callbacks promise promises
+iterator generator decorator constructor refactor refactoring rename deprecate deprecated upgrade
+downgrade patch hotfix changelog readme docs documentation spec specs issue issues ticket tickets
+""".split())
+WORD_RE = re.compile(r"[A-Za-z][A-Za-z0-9+#-]*")
+
+
+def technical(text: str) -> bool:
+    """Whether a statement is about software work: it names code (`subjects`: backticks, calls, paths,
+    snake/camel/dotted names) or holds a word of software work (TECH_WORDS)."""
+    if subjects(text):
+        return True
+    return any(w.lower() in TECH_WORDS for w in WORD_RE.findall(text or ""))

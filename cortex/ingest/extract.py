@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from cortex.curate.subjects import unmark
+from cortex.curate.subjects import technical, unmark
 from cortex.ingest.adapters import base as B
 from cortex.store.records import canonical_type
 
@@ -189,6 +189,8 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
         text = clean_sentence(original, ctx.max_chars)
         if len(text.split()) < 6 or text.rstrip().endswith(":"):
             continue  # a fragment, or an intro to a list/code that follows: the content is elsewhere
+        if not technical(original):
+            continue  # "I decided to take a break", "let you know how it turns out": not about the work
         out.append(Candidate(rtype, text, conf, "keyword", entry.ref, at, salience=0.6))
     return out
 

@@ -185,6 +185,13 @@ NEGATIVE = [
     "I decided to read the file first to understand the structure.",                    # routine work
     "Maybe the bug is in the parser because the test only fails on Windows.",          # a hypothesis
     "```\nwe chose Redis over Memcached because of persistence\n```",                    # inside a code block
+    # small talk that reads like a decision, a rejection or a finding (from LoCoMo's chats, paraphrased):
+    # nothing in it is about software work (curate.subjects.technical)
+    "So I've decided to take a break from work yesterday and check out a new cafe.",
+    "Hoping to hear back from the publishers soon, though I assume a few will be rejected.",
+    "I'll definitely let you know how it turns out after the recital on Friday.",
+    "I have been revising the recipe for my family and it turned out really tasty.",
+    "My old car broke down, so I decided to get it repaired and sell it.",
 ]
 
 
