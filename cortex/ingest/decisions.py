@@ -186,7 +186,8 @@ RULE_RE = re.compile(
     r"\b(?:don'?t|do\s+not)\s+ever\b|\bmust\s+not\b|\bkeep\s+(?:ours|theirs|our\s+version|their\s+version)\b|\bis\s+(?:not\s+)?allowed\s+to\b|\bthe\s+rule\s+is\b", re.I)
 RULE_EXCLUDE_RE = re.compile(r"\bnever\s*mind\b|\b(?:always|never)\s+(?:been|had|did|was|were|worked|works|work|fails?|"
                              r"failed|seen|saw|happens?|happened|knew|know|understood|gets?|got|used|liked|thought|"
-                             r"noticed|wanted|seems?|seemed|forget|forgot|remember)\b|^\s*(?:I|I'?ve|I'?m|you\s+"
+                             r"noticed|wanted|seems?|seemed|forget|forgot|remember|tried|heard|expected|imagined|"
+                             r"realized|realised)\b|^\s*(?:I|I'?ve|I'?m|you\s+"
                              r"always|you\s+never)\b|\b(?:would|could|might)\b|^\s*(?:if|what\s+if|suppose|imagine|"
                              r"maybe|perhaps|should\s+we|do\s+we|can\s+we|would)\b", re.I)
 ANAPHORA_RE = re.compile(r"\b(?:it|its|this|that|these|those|there|here|ours|theirs|the\s+(?:function|method|file|"
@@ -199,7 +200,11 @@ REJECT_RE = re.compile(
     r"they|that|which|those|these)\b)\s*(?P<reason>[^?]{12,})$", re.I)
 NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way|at\s+all|for\s+now|so\s+fast|yet\s+\w+|"
                         r"this\s+time|right\s+now|needed|necessary|worth\s+it|a\s+problem|an\s+issue|bad|great|"
-                        r"ideal|true|the\s+case|something|anything|much|many|all|every)\b|"
+                        r"ideal|true|the\s+case|something|anything|much|many|all|every|"
+                        # set phrases of small talk: "no worries, ...", "no doubt: ...", "not only ... but"
+                        r"worr(?:y|ies)|doubts?|surprised?|kidding|joke|way|only|just|thanks|offen[cs]e|pressure|"
+                        r"rush|hurry|sweat|fun|wonder|idea\s+(?:why|how|what|where|who)|clue|chance|matter|"
+                        r"bother|harm|need\s+to)\b|"
                         # the conversation itself ("no, not a decision -- just thinking aloud")
                         r"^(?:(?:a|an|the|any)\s+)?(?:(?:final|real|firm|formal|new)\s+)?(?:decision|rule|proposal|"
                         r"suggestion|question|request|plan|priority|requirement|commitment|big\s+deal|thing|"

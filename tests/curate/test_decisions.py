@@ -275,6 +275,13 @@ DECOYS = [
      ("user", "No, not a rule yet — I'm only wondering aloud about where it could live.")],
     # declining a proposal without an alternative or a reason
     [("assistant", "I'd switch the queue to SQS. Sound good?"), ("user", "no, not yet")],
+    # small talk that reads like a rule or a rejection (LoCoMo's chats gave 29 such records)
+    [("user", "Thanks a lot for the review!"), ("assistant", "No worries, I'm here to help whenever you need it.")],
+    [("assistant", "The migration finally went through."), ("user", "No doubt: you've got this, keep pushing.")],
+    [("user", "The release went out on time."), ("assistant", "Not surprised at all: your hard work paid off.")],
+    [("user", "Always happy to pair on this with you."), ("assistant", "Same here, it was fun.")],
+    [("user", "Always here to help you with anything."), ("assistant", "Thanks, likewise.")],
+    [("user", "Never tried that editor, but it's supposed to be awesome."), ("assistant", "It is quite nice.")],
 ]
 
 
