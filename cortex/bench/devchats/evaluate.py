@@ -123,6 +123,18 @@ class Cortex:
 LINE_RE = re.compile(r"^- \[([a-z]+)[^\]]*\]\s*(.*)$")
 
 
+# Prompts a person types that ask about nothing discussed before (thanks, go-aheads, requests about the
+# moment), some with ordinary words the chats also use: cortex-prompt should print nothing for them.
+SMALL_TALK = [
+    "thanks!", "ok go ahead", "yes please", "can you continue where you left off?", "show me the diff",
+    "looks good to me, commit it", "run the tests again", "what time is it?", "hi there", "great work, thank you",
+    "let's take a short break", "can you explain that again more simply?", "undo the last change",
+    "please format the file", "what did you just do?", "that's all for today", "push it to the branch",
+    "keep going with the next step", "open the readme", "why did that take so long?", "good morning!",
+    "sounds good, carry on", "can you summarise what we did today?", "never mind, skip that", "fix the typo in the comment",
+]
+
+
 def prompt_lines(output):
     """[(type, body)] of the record lines cortex-prompt printed ("- [type, age, conf] body")."""
     return [(m.group(1), m.group(2).strip()) for m in (LINE_RE.match(l.strip()) for l in output.splitlines()) if m]
@@ -271,6 +283,8 @@ def main(argv=None):
             if baseline:
                 res["bm25_amend2"] = above_all(baseline(q["text"], k=len(chats)), q["target"], q["superseded"])
         results.append(res)
+    # ---- small talk: prompts about nothing discussed, where cortex-prompt should print nothing
+    small_talk = [{"text": text, "printed": bool(prompt_lines(cx.prompt(text, client_dir)))} for text in SMALL_TALK]
     t_queries = time.time() - t0
 
     # ---- figures
@@ -292,6 +306,7 @@ def main(argv=None):
     fig["recall@5 all incl. named, amend2"] = recall_row(results)
     fig["prompt shows right session"] = {"cortex": share(old, lambda r: r["prompt_hit"]), "bm25": None}
     fig["prompt printed anything"] = {"cortex": share(old, lambda r: bool(r["prompt_lines"])), "bm25": None}
+    fig["prompt printed on small talk"] = {"cortex": share(small_talk, lambda r: r["printed"]), "bm25": None}
     for kind in ("bug", "bug-named", "amend-bug", "amend-bug-named"):
         fig["prompt shows right session " + kind] = {"cortex": share(of_kind(kind), lambda r: r["prompt_hit"]),
                                                      "bm25": None}
@@ -369,7 +384,8 @@ def main(argv=None):
                        "figures": {k2: v for k2, v in fig.items()}, "named_by_subject_form": by_form,
                        "records_by_type_status": {"%s/%s" % k2: n for k2, n in sorted(types.items())},
                        "records_by_chat_kind": per_kind, "normalize": normalize_runs,
-                       "queries": results}, f, indent=1, ensure_ascii=False, sort_keys=True)
+                       "queries": results, "small_talk": small_talk}, f, indent=1, ensure_ascii=False,
+                      sort_keys=True)
             f.write("\n")
     if not a.keep:
         shutil.rmtree(root, ignore_errors=True)
