@@ -122,6 +122,9 @@ def out_of_space(e: BaseException, home: Home = None) -> bool:
             w in str(e).lower() for w in ("disk i/o error", "database or disk is full", "readonly database",
                                           "unable to open database file")):
         return True
+    # the search engine (tantivy) wraps the OSError: "An IO error occurred: 'No space left on device (os error 28)'"
+    if any(w in str(e).lower() for w in ("no space left on device", "disk quota exceeded", "read-only file system")):
+        return True
     return home is not None and low_space(home.root)
 
 

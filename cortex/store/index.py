@@ -373,7 +373,14 @@ class Index:
         self.con.commit()
         # what this writer queued, or what a writer killed before its flush left
         if self.flush_search and (self.queued or self.con.execute("SELECT 1 FROM search_outbox LIMIT 1").fetchone()):
-            self.flush()
+            try:
+                self.flush()
+            except Exception as e:  # the rows are committed and the outbox keeps the rest: the next flush applies it
+                from cortex.core.home import Home
+                from cortex.core.log import get_logger
+                get_logger(Home(self.root), component="index").warning(
+                    "search_flush_failed", error="%s: %s" % (type(e).__name__, e),
+                    hint="the search index catches up at the next cortex-normalize run")
 
     def flush(self, wait_merges: bool = False) -> dict:
         """Apply the search outbox to the engine (store/search.py) now."""

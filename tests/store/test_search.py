@@ -275,3 +275,29 @@ def test_a_filter_most_documents_pass_is_checked_on_the_hits_with_the_same_resul
             monkeypatch.undo()
             assert wide == narrow, (filters, query)
             assert wide == sorted(wide, key=lambda h: (-h[0], h[1]))
+
+
+def test_a_flush_that_fails_keeps_the_outbox_and_a_full_disk_is_taken_for_one(home, monkeypatch):
+    """A person's command whose flush fails (a full disk) still commits its rows; the outbox keeps what the
+    engine has not applied, the log says so, and the next flush applies it.  tantivy's message for a full
+    disk counts as one (the normalizer then stops and keeps its events)."""
+    from cortex.ingest.run import out_of_space
+    err = ValueError("An IO error occurred: 'No space left on device (os error 28)'")
+    assert out_of_space(err)
+
+    def full(*a, **k):
+        raise err
+    monkeypatch.setattr(search.Writer, "commit", full)
+    _put(home, [_rec("r1", "vibraphone")])
+    monkeypatch.undo()
+    con = connect(home.index_db, readonly=True)
+    try:
+        assert con.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 1
+        assert search.pending(con) == 1
+    finally:
+        con.close()
+    assert _hits(home, "vibraphone") == []
+    logged = [json.loads(x) for x in open(home.log_file, encoding="utf-8")]
+    assert any(e["event"] == "search_flush_failed" and "No space" in e["error"] for e in logged)
+    _put(home, [_rec("r2", "celesta")])  # the next writer's commit applies both
+    assert [rid for _, rid in _hits(home, "vibraphone")] == ["r1"]
