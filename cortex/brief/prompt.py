@@ -19,6 +19,14 @@ from cortex.core import config as config_mod
 from cortex.core.home import Home
 
 PASSAGE_CHARS = {"user": 200, "assistant": 360}  # what a passage line quotes of the prompt and of the reply
+# Words that steer the conversation rather than name its subject ("ok go ahead", "sounds good, carry on",
+# "keep going with the next step"): they do not count towards prompt.min_terms (the search still uses them).
+# Earlier chats are full of them, so three of them found passages that cleared the bar: 4 of the devchats
+# benchmark's 25 small-talk prompts printed a passage (docs/memory.md).
+CHAT_WORDS = ("ok okay yes yeah yep sure please thanks thank great good nice fine cool awesome perfect sounds "
+              "looks go going ahead carry continue keep next step take short break again explain simply summarise "
+              "summarize today done let right alright well hi hello hey morning evening later wait stop skip never "
+              "mind maybe think idea try thing stuff bit little lot")
 
 
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):
@@ -33,7 +41,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     from cortex.store.terms import query_terms, tokenize
     pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
     terms = query_terms(prompt or "")
-    if len(set(terms)) < pcfg["min_terms"] or not os.path.exists(home.index_db):
+    if len(set(terms) - set(query_terms(CHAT_WORDS))) < pcfg["min_terms"] or not os.path.exists(home.index_db):
         return []
     now = time.time() if now is None else now
     project = scope.project_for(cwd)

@@ -166,6 +166,14 @@ def test_small_talk_with_two_ordinary_words_that_earlier_sessions_used_prints_no
     cfg = config.load(home)
     for text in ("can you continue where you left off?", "show me the diff"):
         assert prompt.search(home, text, project, cfg, "s-now") == [], text
+    # words that steer a chat do not count as its subject, though earlier chats said them word for word
+    testkit.Chat(root, project, "s-steer", t + 20 * 3600).turns(
+        ("user", "ok go ahead"), ("assistant", "Sounds good, I'll carry on with the next step."),
+        ("user", "sounds good, carry on"), ("assistant", "Keep going with the next step: the migration."),
+    ).stop(home)
+    testkit.normalize(home)
+    for text in ("ok go ahead", "sounds good, carry on", "keep going with the next step"):
+        assert prompt.search(home, text, project, cfg, "s-now") == [], text
     # a prompt about the work itself still gets the earlier session
     hits = prompt.search(home, "the importer left rows behind after the migration batch", project, cfg, "s-now")
     assert hits and any("s-earlier" in (h.get("sessions") or [h.get("session")]) for h, _ in hits)
