@@ -187,8 +187,14 @@ def _passage_turns(row: dict, cache: dict = None) -> list:
             cache[row["path"]] = episodes.read(row["path"])[1]
         except (OSError, ValueError, UnicodeDecodeError):
             cache[row["path"]] = []
-    turns = cache[row["path"]]
-    return [t for t in turns if row["first_turn"] <= t["n"] <= row["last_turn"] and t["n"] >= row["anchor"]]
+    turns = [t for t in cache[row["path"]] if row["first_turn"] <= t["n"] <= row["last_turn"]]
+    # the question and its answer: a prompt with the reply after it, a reply with the prompt before it
+    at = next((i for i, t in enumerate(turns) if t["n"] == row["anchor"]), None)
+    if at is None:
+        return []
+    if turns[at]["role"] == "assistant" and at > 0 and turns[at - 1]["role"] == "user":
+        return turns[at - 1:at + 1]
+    return turns[at:at + 2]
 
 
 def _clip(text: str, n: int) -> str:

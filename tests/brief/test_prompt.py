@@ -229,3 +229,12 @@ def test_the_block_is_built_only_when_a_record_it_may_show_reaches_the_lines(hom
         assert [(h["kind"], h["id"], s) for h, s in got] == [(h["kind"], h["id"], s) for h, s in want], text
         assert got == want
     assert built >= 3 and skipped >= 3
+
+
+@pytest.mark.parametrize("anchor,want", [(1, [1, 2]), (2, [1, 2]), (3, [3, 4]), (4, [3, 4]), (5, [5])])
+def test_a_passage_line_quotes_the_question_and_its_answer(anchor, want):
+    """A passage a turn (store.episodes.passages): its line quotes the prompt and the reply, whichever of the
+    two anchors it, and a last prompt alone."""
+    turns = [{"n": n, "role": "user" if n % 2 else "assistant", "text": "turn %d" % n, "at": ""} for n in range(1, 6)]
+    row = {"path": "ep.md", "anchor": anchor, "first_turn": max(anchor - 1, 1), "last_turn": min(anchor + 1, 5)}
+    assert [t["n"] for t in prompt._passage_turns(row, {"ep.md": turns})] == want
