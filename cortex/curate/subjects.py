@@ -97,8 +97,11 @@ def unmark(text: str) -> str:
     """`text` without Markdown's line marks (a bullet, a number, a heading, a quote) and emphasis
     (**bold**, *italic*, __bold words__).  Code names keep every character: `__init__.py`, **kwargs,
     `src/**/*.py` and anything in backticks are left as written."""
+    text = LINE_MARK_RE.sub("", text or "")
+    if "*" not in text and "__" not in text:  # no emphasis to drop (most sentences): 7% of a normalizer run
+        return text
     out = []
-    for i, part in enumerate(CODE_SPAN_RE.split(LINE_MARK_RE.sub("", text or ""))):
+    for i, part in enumerate(CODE_SPAN_RE.split(text)):
         if i % 2 == 0:
             for pat, repl in EMPHASIS_RES:
                 part = pat.sub(repl, part)
