@@ -209,11 +209,12 @@ RERANK_DEPTH = 1000  # the ranking parts reorder at most this many of the best B
 def _filtered_top(con, fetch, k: int, keep_row, tiers_possible, most: int = None) -> list:
     """[(tier, bm25, id)] of the hits that pass the filters, enough of them for the first k.  `fetch(n)`
     gives the best n hits [(bm25, id)] of the search engine, best first, with the filters it can apply;
-    `keep_row` maps a hit's light row to its tier, or None when a filter drops it.  More hits are asked
-    for (4 times as many) until every hit not yet read is certain to rank behind k hits read, in every tier
+    `keep_row` maps a hit's light row to its tier, or None when a filter drops it.  The first max(64, 2k)
+    hits are read, then, unless every hit not yet read is certain to rank behind k hits read, in every tier
     it could be in: a lower tier, or the same tier with a relevance more than the ranking parts' margin
     above its own (the max bm25 of the hits that pass is the first one read, and a hit not read has a bm25
-    no higher than the last one read) -- or until max(most, k) hits are read.  That cap matters for
+    no higher than the last one read), the best max(most, k) hits: a proof that fails on the first few
+    fails for common words, where the whole depth is read anyway (one search instead of three).  That cap matters for
     queries of common words only: there thousands of records match about equally well, the parts' margin
     (0.5 of relevance) keeps all of them in the running, and reading them cost recall 0.3 s at 100,000
     records; past the best 1,000 by BM25 a record is not shown however often it was used."""
@@ -238,7 +239,7 @@ def _filtered_top(con, fetch, k: int, keep_row, tiers_possible, most: int = None
         if len(hits) < n or n >= cap or (max_bm25 is not None and _nothing_below_can_show(
                 per_tier, hits[-1][0], max_bm25, k, margin, tiers_possible)):
             return light
-        n *= 4
+        n = cap  # the proof failed on the first few: common words, where it needs the whole depth anyway
 
 
 def _nothing_below_can_show(per_tier, below: float, max_bm25: float, k: int, margin: float, tiers_possible):
