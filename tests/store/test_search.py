@@ -188,6 +188,8 @@ def test_deleted_documents_keep_their_terms_until_forget_hard_rebuilds(tmp_path,
         for kind in search.KINDS:
             words |= set(search.Reader(home.index_db, kind).vocabulary())
         return words
+    if search.Reader(home.index_db, "passages").vocabulary() is None:
+        pytest.skip("this tantivy (before 0.27, for Python 3.9 and 3.10) cannot list its terms")
     assert "quasarnimbus" in vocab()
     # a plain delete of the passages keeps the terms in the engine's dictionary (what a hard delete must fix)
     idx = Index(home.index_db)
