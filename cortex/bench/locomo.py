@@ -273,6 +273,8 @@ def build_home(root: str, turns: list, text_fn, project_cwd: str) -> dict:
         idx.commit()
     finally:
         idx.close()
+    from cortex.store.indexer import rebuild_search
+    rebuild_search(home)  # the search engine's folders, as the first normalizer run of a home builds them
     return {"home": home, "cfg": cfg, "ids": ids}
 
 
