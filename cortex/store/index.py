@@ -91,8 +91,27 @@ def iso_to_epoch(ts: str) -> float:
     return d.timestamp()
 
 
+def _roll_back_hot_journal(path: str):
+    """A rollback journal beside the index is "hot" when the process writing it died mid-transaction (a
+    SIGKILL while an index of an older release was switched to WAL): SQLite puts the old pages back on the
+    next read, but only through a connection that may write, so every read-only reader failed with "attempt
+    to write a readonly database" until then (issue #18, a killed `cortex import`).  Opening it read-write
+    once lets SQLite roll back what is hot, and leaves alone a journal a live writer holds."""
+    if not os.path.exists(path + "-journal"):
+        return
+    try:
+        con = sqlite3.connect(path, timeout=2.0)
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        pass  # not ours to fix here: the reader's own error says what is wrong
+
+
 def connect(path: str, readonly: bool = False, migrate: bool = True) -> sqlite3.Connection:
     if readonly:
+        _roll_back_hot_journal(path)
         con = sqlite3.connect("file:%s?mode=ro" % path.replace("?", "%3f"), uri=True, timeout=2.0)
         con.execute("PRAGMA mmap_size=0")  # no memory-mapped reads: a full disk must not raise SIGBUS (defect 10)
     else:
@@ -164,7 +183,8 @@ def create(path: str):
     The temp file is written with SQLite's rollback journal, not WAL: a full disk then fails the commit
     itself with "database or disk is full" (the normalizer keeps its events for the next run), where a WAL
     that could not be checkpointed on close went unnoticed by SQLite and failed the session with a
-    plain error (its event was quarantined).  `connect` switches the file to WAL when it opens it."""
+    plain error (its event was quarantined).  The schema committed, the temp file is switched to WAL, so the
+    file that is renamed into place needs no further change of its first page."""
     folder = os.path.dirname(path)
     tmp = os.path.join(folder, ".%s.%d.tmp" % (os.path.basename(path), os.getpid()))
     try:
@@ -177,6 +197,11 @@ def create(path: str):
             con.execute("PRAGMA journal_mode=DELETE")
             con.executescript(DDL)
             con.commit()
+            # WAL before the rename: switching the index in place rewrote its first page under a rollback
+            # journal, and a kill in between left that journal hot beside the index for every reader
+            if str(con.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower() != "wal":
+                raise sqlite3.OperationalError("disk I/O error: the new index %s could not be switched to WAL "
+                                               "mode" % tmp)
         finally:
             con.close()
         fd = os.open(tmp, os.O_RDONLY)
@@ -184,7 +209,7 @@ def create(path: str):
             os.fsync(fd)
         finally:
             os.close(fd)
-        for suffix in ("-wal", "-shm"):
+        for suffix in ("-wal", "-shm", "-journal"):  # a hot journal of the old file would be played into the new
             try:
                 os.unlink(path + suffix)
             except FileNotFoundError:
