@@ -306,14 +306,16 @@ def summary_items(body: str) -> list:
     body = CODE_FENCE_RE.sub("\n", body)
     lines = [ln for ln in body.splitlines() if ln.strip()]
     if any(ln.lstrip().startswith("###") for ln in lines):
-        blocks, cur = [], None
+        blocks, cur, before = [], None, []
         for ln in lines:
             if ln.lstrip().startswith("###"):
                 cur = [ln.lstrip("# \t")]
                 blocks.append(cur)
             elif cur is not None:
                 cur.append(ln)
-        return [_flatten(b) for b in blocks]
+            else:
+                before.append(ln)  # the section's own points, before its first sub-heading
+        return (summary_items("\n".join(before)) if before else []) + [_flatten(b) for b in blocks]
     bullets = [(len(m.group(1).expandtabs()), i) for i, m in ((i, BULLET_RE.match(ln)) for i, ln in enumerate(lines)) if m]
     if not bullets:
         return [_flatten(lines)] if lines else []
@@ -399,15 +401,68 @@ def summary_goal(body: str) -> str:
     return clean_sentence(" ".join(kept), 300)
 
 
+# A problem-solving item that names a choice is a decision ("Chose upsert with identity for ..."), one that
+# names an approach given up is a rejection; the rest are what was learned.
+CHOICE_START_RE = re.compile(r"^(?:chose|chosen|picked|opted (?:for|to)|decided (?:to|on)|went with|settled on|"
+                             r"selected|switched to)\b", re.I)
+GIVEN_UP_START_RE = re.compile(r"^(?:decided against|rejected|ruled out|abandoned|gave up on)\b", re.I)
+# A list the summary labels as the work's decisions or its rejected approaches, in its analysis or in a
+# section of its own: "Key technical decisions:", "### Design decisions", "Decisions made:", "Rejected
+# approaches:".  "Open decisions:" or "Decisions needed:" label questions, not decisions: no match.
+LABELED_LIST_RE = re.compile(
+    r"^[ \t]*(?:#+[ \t]*)?(?:\d+\.[ \t]*)?\**[ \t]*(?:(?P<dec>(?:key |main |important |final )?(?:technical |design |"
+    r"architectur(?:e|al) |implementation )?decisions?(?: made)?)|(?P<rej>(?:rejected|discarded|ruled[- ]out)"
+    r"(?: approaches| alternatives| options| ideas)?|approaches rejected|alternatives rejected))"
+    r"[ \t]*\**:?\**[ \t]*$", re.I | re.M)
+LABELED_MAX = 8  # items taken from one labeled list
+
+
+def labeled_lists(summary: str) -> list:
+    """[(type, item)] of the lists a compaction summary labels as decisions ("decision") or rejected
+    approaches ("rejected"): the bullets right under the label, each with its sub-bullets."""
+    summary = SUMMARY_TAIL_RE.split(re.sub(r"<system-reminder>.*?</system-reminder>", " ", summary, flags=re.S), 1)[0]
+    out = []
+    for m in LABELED_LIST_RE.finditer(summary):
+        rtype = "decision" if m.group("dec") else "rejected"
+        body, top, marker = [], None, None
+        for ln in summary[m.end():].splitlines()[1:]:
+            if not ln.strip():
+                if body and body[-1] == "":
+                    break  # two blank lines end the list
+                if body:
+                    body.append("")
+                continue
+            b = BULLET_RE.match(ln)
+            indent = len(ln) - len(ln.lstrip())
+            mark = ln.lstrip()[:1].isdigit() if b else None  # numbered or not: "7. Pending Tasks:" after "- ..."
+            if top is None:
+                if not b:
+                    break  # the label is not followed by a list
+                top, marker = indent, mark
+            elif (not b and indent <= top or ln.lstrip().startswith("#") or b and indent < top
+                  or b and indent == top and mark != marker or SUMMARY_SECTION_RE.match(ln)):
+                break  # the text after the list, the next heading or section
+            body.append(ln)
+        out += [(rtype, item) for item in summary_items("\n".join(body))[:LABELED_MAX]]
+    return out
+
+
 def summary_candidates(sections: dict, ctx: "Context", ref: str, at: str) -> list:
     """Knowledge records from a compaction summary, one per item: errors and fixes -> fix, problem solving
-    -> learned, the optional next step -> todo (kept with the session's plan, retired with it)."""
+    -> learned (decision or rejected when the item starts by naming a choice or an approach given up), the
+    optional next step -> todo (kept with the session's plan, retired with it)."""
     out = []
     for rtype, key, conf in (("fix", "errors", 0.7), ("learned", "solving", 0.65)):
         for text in summary_items(sections.get(key) or ""):
             text = clean_sentence(text, ctx.max_chars)
             if len(text.split()) >= 5 and has_content(text):
-                out.append(Candidate(rtype, text, conf, "structural", ref, at, salience=0.6))
+                kind = rtype
+                if LABELED_LIST_RE.match(re.split(r"[;:]", text, 1)[0]):
+                    continue  # "### Rejected approaches" in the section: its items are taken by labeled_lists
+                if key == "solving":
+                    kind = ("decision" if CHOICE_START_RE.match(text) else
+                            "rejected" if GIVEN_UP_START_RE.match(text) else rtype)
+                out.append(Candidate(kind, text, conf, "structural", ref, at, salience=0.6))
     nxt = sections.get("next")
     if nxt and any(i["status"] == "in_progress" for i in summary_plan(dict(sections, next=None, current=None))):
         # otherwise the next step is the plan's in-progress item
@@ -615,6 +670,10 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             plan_since = plan_since or at
         elif e.kind == B.COMPACT_SUMMARY and e.text.strip():
             sections = summary_sections(e.text)
+            for rtype, item in labeled_lists(e.text):
+                text = clean_sentence(item, ctx.max_chars)
+                if len(text.split()) >= 4 and has_content(text):
+                    out.append(Candidate(rtype, text, 0.7, "structural", e.ref, at, salience=0.7))
             if not sections.get("pending") and not sections.get("next") and not sections.get("errors"):
                 out.append(Candidate("summary", summary_text(e.text, ctx.max_chars), 0.8, "structural", e.ref, at,
                                      key="summary:%s:%s" % (ctx.session, e.ref), salience=0.6))

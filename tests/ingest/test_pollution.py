@@ -40,8 +40,12 @@ EXPECT = {
         ("plan", r"\[ \] Create minimal conversation processor implementation"),
         ("fix", r"^Error 1: Proposed complex JSONL with discriminated unions"),
         ("learned", r"^Problem Solved: Identified critical bug in Phase 4"),
-        ("progress", r'asked "update phase 4\.1 document"')],
-        "useful": [("fix", r"^Error \d: .*Fix: "), ("learned", r"^Solution Architecture: ")]},
+        ("progress", r'asked "update phase 4\.1 document"'),
+        # the summary's analysis lists "Key technical decisions:": each is a decision of the session
+        ("decision", r"^Use existing `processedRecordIds` array"),
+        ("decision", r"^Add only ONE field: `conversationId\?: string` to `SyncState`")],
+        "useful": [("fix", r"^Error \d: .*Fix: "), ("learned", r"^Solution Architecture: "),
+                   ("decision", r"^Conversation processor finds last UUID|^No new files, no complex types")]},
     "cc-2.1.39-hooks-compaction-subagents": {"must": [
         ("learned", r"test JSONL doesn't include `uuid` fields"),
         ("fix", r"^`mix test test/spotter/transcripts/jobs/sync_transcripts_test\.exs"),
@@ -51,7 +55,8 @@ EXPECT = {
         # "continue until all are done" asks for nothing new: the request is the one before it
         ("progress", r'asked "Work on bead spotter-a0y.*ended with "All 4 subtasks done"')],
         "useful": [("fix", r"\bFixed\b|Ran it"), ("fix", r"^Multiple \"unused alias\" compile errors"),
-                   ("learned", r"^(?:Chose|Used|Designed|Implemented|Bootstrap sync) ")]},
+                   ("learned", r"^(?:Used|Designed|Implemented|Bootstrap sync) "),
+                   ("decision", r"^Chose upsert with identity")]},  # a problem-solving item that names a choice
     "cc-2.1.4-summary-lines": {"must": [("progress", r'asked "explore more of current repo" \(before that: "show tools '
                                                     r'and store response in file"\); changed available-tools\.md')]},
     "codex-0.125.0-tui-apply-patch": {"must": [
