@@ -447,6 +447,16 @@ def labeled_lists(summary: str) -> list:
     return out
 
 
+def labeled_candidates(text: str, ctx: "Context", ref: str, at: str) -> list:
+    """A decision (or rejected) record per item of the lists `text` labels as decisions (labeled_lists)."""
+    out = []
+    for rtype, item in labeled_lists(text):
+        item = clean_sentence(item, ctx.max_chars)
+        if len(item.split()) >= 4 and has_content(item):
+            out.append(Candidate(rtype, item, 0.7, "structural", ref, at, salience=0.7))
+    return out
+
+
 def summary_candidates(sections: dict, ctx: "Context", ref: str, at: str) -> list:
     """Knowledge records from a compaction summary, one per item: errors and fixes -> fix, problem solving
     -> learned (decision or rejected when the item starts by naming a choice or an approach given up), the
@@ -651,6 +661,11 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
                 kw = keyword_candidates(e, ctx, at)
+                prose = CODE_FENCE_RE.sub("\n", e.text).strip()
+                if not prose.endswith("?") or DONE_CLAIM_RE.search(prose):
+                    # a report's "Key decisions:" list counts as the keyword layer's statements do; one in a
+                    # turn that ends by asking the user (and reports nothing done) is still a proposal
+                    kw += labeled_candidates(prose, ctx, e.ref, at)
                 if found or dstate.get("proposal"):
                     # a turn that sums up an agreement says it once (the conversation layer has it); a turn
                     # that puts a proposal to the user has not settled anything yet
@@ -670,10 +685,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             plan_since = plan_since or at
         elif e.kind == B.COMPACT_SUMMARY and e.text.strip():
             sections = summary_sections(e.text)
-            for rtype, item in labeled_lists(e.text):
-                text = clean_sentence(item, ctx.max_chars)
-                if len(text.split()) >= 4 and has_content(text):
-                    out.append(Candidate(rtype, text, 0.7, "structural", e.ref, at, salience=0.7))
+            out.extend(labeled_candidates(e.text, ctx, e.ref, at))
             if not sections.get("pending") and not sections.get("next") and not sections.get("errors"):
                 out.append(Candidate("summary", summary_text(e.text, ctx.max_chars), 0.8, "structural", e.ref, at,
                                      key="summary:%s:%s" % (ctx.session, e.ref), salience=0.6))

@@ -70,3 +70,48 @@ def test_a_compaction_summary_gives_its_decisions_and_rejections_as_records():
     assert any(t.startswith("A Postgres advisory lock") for t in by_type["rejected"])
     assert any(t.startswith("Found that the flaky test") for t in by_type["learned"])
     assert not any("shard" in t for ts in by_type.values() for t in ts)  # an open question is no decision
+
+
+REPORT = """All three tasks are done and the suite passes (412 tests).
+
+Key decisions:
+- Stored the retry budget per tenant in `settings.retry_budget` instead of a global constant
+- Kept the exponential backoff capped at 30 seconds so that webhooks never wait longer than a minute
+
+Rejected approaches:
+- A Celery retry queue: it would add a broker just for this
+"""
+
+PROPOSAL = """Here is what I would do before touching the code.
+
+Key decisions:
+- Store the retry budget per tenant in `settings.retry_budget`
+- Cap the exponential backoff at 30 seconds
+
+Shall I go ahead with this?"""
+
+
+def _types(entries):
+    cands = extract.extract(entries, CTX)[0]
+    return [(c.type, c.text) for c in cands if c.type in ("decision", "rejected")]
+
+
+def test_a_closing_report_s_decision_list_gives_decisions():
+    got = _types([B.Entry(kind=B.USER, text="Add a per-tenant retry budget to the webhook sender", ref="L1",
+                          ts="2026-03-01T10:00:00Z"),
+                  B.Entry(kind=B.ASSISTANT, text=REPORT, ref="L2", ts="2026-03-01T10:05:00Z")])
+    assert ("decision", "Stored the retry budget per tenant in `settings.retry_budget` instead of a global constant") in got
+    assert any(t == "rejected" and x.startswith("A Celery retry queue") for t, x in got)
+
+
+def test_a_decision_list_put_to_the_user_as_a_proposal_is_not_yet_decided():
+    got = _types([B.Entry(kind=B.USER, text="Add a per-tenant retry budget to the webhook sender", ref="L1",
+                          ts="2026-03-01T10:00:00Z"),
+                  B.Entry(kind=B.ASSISTANT, text=PROPOSAL, ref="L2", ts="2026-03-01T10:05:00Z")])
+    assert not any("Cap the exponential backoff" in x or "Store the retry budget" in x for _, x in got)
+
+
+def test_a_decision_list_inside_a_code_block_is_not_read():
+    text = "I wrote the ADR:\n\n```markdown\n## Decisions\n- Use Kafka for the event bus from now on\n```\n"
+    got = _types([B.Entry(kind=B.ASSISTANT, text=text, ref="L2", ts="2026-03-01T10:05:00Z")])
+    assert got == []
