@@ -385,6 +385,7 @@ class Run:
     def session(self, evs):
         from cortex.ingest import adapters
         from cortex.ingest.extract import Context, extract
+        from cortex.model.redact import remembered
         last = evs[-1][1]
         payload = last["payload"]
         src, reason = self.transcript_source(evs)
@@ -432,9 +433,10 @@ class Run:
                 self.log.info("transcript_replaced", transcript=os.path.basename(key), offset=offset, size=size)
                 cur = {}
             ctx = self.context(adapter, payload, last, src, res, cur)
-            cands, state = extract(res.entries, ctx, cur.get("state"))
-            self.store_candidates(cands, ctx)
-            ep = self.episode(ctx, res, wstart, adapter.client, None if res.restarted else cur.get("ep"))
+            with remembered():  # the window's prompts and replies are cleaned for extract and the episode
+                cands, state = extract(res.entries, ctx, cur.get("state"))
+                self.store_candidates(cands, ctx)
+                ep = self.episode(ctx, res, wstart, adapter.client, None if res.restarted else cur.get("ep"))
             ep = ep if ep is not None else (None if res.restarted else cur.get("ep"))
             wstart = res.cursor
             from cortex.model.redact import clean

@@ -1356,9 +1356,35 @@ def strip_private(text: str) -> str:
     return "".join(out)
 
 
+_MEMO: Optional[Dict[str, Tuple[str, int]]] = None  # text -> clean(text), inside `remembered()`
+
+
+class remembered:
+    """`with remembered():` clean() answers a text it has already cleaned from memory (it is a pure
+    function of the text).  The normalizer holds one per transcript window, whose prompts and replies
+    are cleaned twice: for the decision layer and for the episode."""
+
+    def __enter__(self):
+        global _MEMO
+        self.outer = _MEMO
+        if _MEMO is None:
+            _MEMO = {}
+        return self
+
+    def __exit__(self, *exc):
+        global _MEMO
+        _MEMO = self.outer
+
+
 def clean(text: str) -> Tuple[str, int]:
     """strip_private, then redact."""
-    return redact(strip_private(text))
+    memo = _MEMO
+    if memo is None or type(text) is not str:
+        return redact(strip_private(text))
+    got = memo.get(text)
+    if got is None:
+        got = memo[text] = redact(strip_private(text))
+    return got
 
 
 def contains_secret(text: str) -> bool:
