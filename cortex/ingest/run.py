@@ -201,6 +201,7 @@ class Run:
         self.cons = Consolidator(home, self.store, cfg)
         self.all_changed = set()
         self.cursors = Cursors(load_json(home.cursors, {}))
+        self.cursor_lines = {}  # cursors_text's memory of the lines it encoded
         self.stats = {"events": 0, "done": 0, "failed": 0, "sessions": 0, "created": 0, "merged": 0,
                       "unchanged": 0, "rejected": 0, "bytes": 0}
         self.touched_scopes = set()
@@ -311,6 +312,7 @@ class Run:
             return fn(*args, **kwargs)
         except Exception as e:
             self.close_writer()  # what a failed session left uncommitted is rolled back, as a closed writer's was
+            self.cursor_lines.clear()  # its extraction may have changed the state its old cursor holds
             if not index_corrupt(e) or self.rebuilt:
                 raise
             self.rebuild_index(e)
@@ -612,7 +614,7 @@ class Run:
         # records are on disk and indexed before this: a run that dies here reads the window again
         # and the upserts find their records already written
         self.cursors.update(changed)
-        atomic_write_text(self.home.cursors, cursors_text(self.cursors))
+        atomic_write_text(self.home.cursors, cursors_text(self.cursors, self.cursor_lines))
 
     # -- index and housekeeping ---------------------------------------------------------
     def index_changes(self, scopes=()):
