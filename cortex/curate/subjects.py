@@ -48,6 +48,17 @@ NAME_PATTERNS = ((BACKTICK_RE, "`"), (CALL_RE, "()"), (PATH_RE, ""), (CAMEL_RE, 
                  (DOTTED_RE, "."))
 
 
+def mentions_any(text: str, words) -> bool:
+    """Whether a case-insensitive pattern, any match of which holds one of `words` (lower case ASCII; a space
+    in one stands for a literal space of the pattern), may match in `text`: False only for an ASCII text
+    that holds none of them.  A cheap test before an expensive search that seldom matches (re.IGNORECASE
+    folds a few non-ASCII letters onto ASCII ones, so any other text may match)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(w in low for w in words)
+
+
 def subjects(text: str) -> list:
     """The identifiers `text` names, in order of appearance, each once: backticked spans, calls
     (`foo()`), file paths, CamelCase and snake_case names, dotted module names."""

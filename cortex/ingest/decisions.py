@@ -19,7 +19,7 @@ later", the user declining and routine narration make nothing.
 import functools
 import re
 
-from cortex.curate.subjects import cap_first, incidental, is_path, subjects, unmark
+from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any, subjects, unmark
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 EXCHANGE_KEEP = 12  # names of the exchange kept in the state
@@ -82,6 +82,7 @@ ALT_RE = re.compile(r"(?:^|\b)(?:(?:the|a|one)\s+)?(?:(?:simpler|obvious|cheaper
                     r"\s+(?:would\s+be|is)\s+(?:to\s+)?(?P<a>[^.?;,]{6,})|\bwe\s+could\s+also\s+(?:just\s+)?(?P<b>[^.?;,]{6,})|"
                     r"^or,?\s+(?:much\s+|even\s+)?(?:simpler|cheaper|quicker|instead)[\s,:]+(?:we\s+could\s+)?"
                     r"(?P<c>[^.?;,]{6,})", re.I)
+ALT_WORDS = ("alternative", "could")  # every match of ALT_RE but one at a sentence start "or" holds one
 # the user asks about a different course ("why not just ...?", "couldn't we simply ...?")
 CHALLENGE_RE = re.compile(r"^\s*(?:but\s+|hmm+,?\s+)?(?:why\s+not\s+(?:just\s+|simply\s+)?|what\s+about\s+|couldn'?t\s+we\s+"
                           r"(?:just\s+|simply\s+)?|can'?t\s+we\s+(?:just\s+|simply\s+)?|wouldn'?t\s+it\s+be\s+(?:simpler|"
@@ -108,6 +109,9 @@ PROPOSAL_RE = re.compile(
     r"\bhow\s+about\b|(?:^|,\s*)(?:should|shall)\s+(?:we|I)\b|\b(?:want|would\s+you\s+like)\s+me\s+to\b|"
     r"\bthe\s+(?:rule|policy|convention)\s+(?:would|could|should)\s+be\b|^let'?s\s+(?!me\b|see\b|check\b|look\b|"
     r"find\b|run\b|read\b|start\b|first\b|try\b)|\bwe\s+should\b|\bwhat\s+if\s+we\b", re.I)
+# a word every match of PROPOSAL_RE holds, in a sentence whose spaces are single (tidied): mentions_any
+PROPOSAL_WORDS = ("propos", "suggest", "recommend", "i'd", "id ", "how about", "should", "shall", "me to", "ould be",
+                  "what if", "let")
 ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+(?:that|this)\s+(?:work|sound\s+\w+|"
                     r"make\s+sense)|\b(?:ok|okay|agreed|alright)|\bgood\s+with\s+(?:that|this)|\bfine\s+with\s+(?:that|"
                     r"this)|\bwhat\s+do\s+you\s+think|\bany\s+objections?|\bshall\s+I\s+(?:go\s+ahead|proceed)|"
@@ -278,7 +282,7 @@ def _proposal(prose: str, tidied: list):
                           and not p.endswith(":")]
                 picked.extend(before[-2:])
             continue
-        if not (PROPOSAL_RE.search(s) or FIRM_RE.match(s)):
+        if not (mentions_any(s, PROPOSAL_WORDS) and PROPOSAL_RE.search(s) or FIRM_RE.match(s)):
             continue
         if NARRATION_RE.search(s) or WEAK_ACTION_RE.search(s) or HYPOTHETICAL_RE.search(s):
             continue
@@ -663,7 +667,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
         st["accepted"] = None
         tidied = [_tidy(x) for x in _sentences(prose)]
         prop = _proposal(prose, tidied)
-        alt = next((m for m in map(ALT_RE.search, tidied) if m), None)
+        alt = next((m for m in (ALT_RE.search(x) for x in tidied if x[:2].lower() == "or" or mentions_any(x, ALT_WORDS))
+                    if m), None)
         pending = st.get("alternative")
         if prop:
             st["proposal"], st["alternative"] = prop, None
