@@ -43,9 +43,12 @@ def _looks_like_code(tok: str) -> bool:
     return bool(LETTER_RE.search(tok))
 
 
-# each pattern with a string every match holds: a text without it is not searched ("" for none)
-NAME_PATTERNS = ((BACKTICK_RE, "`"), (CALL_RE, "()"), (PATH_RE, ""), (CAMEL_RE, ""), (SNAKE_RE, "_"),
-                 (DOTTED_RE, "."))
+# each pattern with what every match of it holds, a string or a cheap pattern: a text without it is not
+# searched (most prose names no path, CamelCase or dotted name, and those searches cost the most)
+NAME_PATTERNS = ((BACKTICK_RE, "`"), (CALL_RE, "()"),
+                 (PATH_RE, re.compile(r"/|\.(?:%s)(?![\w/])" % FILE_EXT, re.I)),  # a slash, or a file extension
+                 (CAMEL_RE, re.compile(r"[a-z0-9][A-Z]")), (SNAKE_RE, "_"),
+                 (DOTTED_RE, re.compile(r"[a-z0-9_]\.[a-z_]")))
 
 
 def mentions_any(text: str, words) -> bool:
@@ -55,8 +58,7 @@ def mentions_any(text: str, words) -> bool:
     folds a few non-ASCII letters onto ASCII ones, so any other text may match)."""
     if not text.isascii():
         return True
-    low = text.lower()
-    return any(w in low for w in words)
+    return any(map(text.lower().__contains__, words))
 
 
 def subjects(text: str) -> list:
@@ -65,7 +67,7 @@ def subjects(text: str) -> list:
     found = []
     text = text or ""
     for pat, needle in NAME_PATTERNS:
-        if needle not in text:
+        if needle not in text if isinstance(needle, str) else needle.search(text) is None:
             continue
         for m in pat.finditer(text):
             tok = _clean(m.group(1))

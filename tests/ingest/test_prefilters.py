@@ -1,9 +1,10 @@
-"""The cheap word tests that spare extraction its expensive searches (subjects.mentions_any) never turn away
-a text one of those searches matches: every generated match of each pattern holds one of its words."""
+"""The cheap tests that spare extraction its expensive searches (subjects.mentions_any, the needles of
+subjects.NAME_PATTERNS) never turn away a text one of those searches matches: every generated match of each
+pattern passes its test."""
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cortex.curate.subjects import mentions_any
+from cortex.curate.subjects import NAME_PATTERNS, mentions_any
 from cortex.ingest import decisions as D
 from cortex.ingest import extract as X
 
@@ -30,3 +31,12 @@ def test_a_text_that_is_not_ascii_is_always_searched():
     # re.IGNORECASE matches the long s and the Kelvin sign as "s" and "k": no str.lower() test for those
     assert D.PROPOSAL_RE.search("we ſhould keep it") and mentions_any("we ſhould keep it", ("should",))
     assert not mentions_any("nothing to see here", ("should",))
+
+
+@pytest.mark.parametrize("pattern,needle", NAME_PATTERNS, ids=lambda c: getattr(c, "pattern", None) and c.pattern[:30])
+def test_every_name_a_pattern_finds_holds_what_subjects_tests_first(pattern, needle):
+    @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(pattern))
+    def check(text):
+        assert needle in text if isinstance(needle, str) else needle.search(text)
+    check()
