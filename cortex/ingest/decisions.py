@@ -232,11 +232,8 @@ def _sentences(text):
             yield s
 
 
-WS_RE = re.compile(r"\s+")
-
-
 def _tidy(s: str) -> str:
-    return WS_RE.sub(" ", unmark(s)).strip()
+    return " ".join(unmark(s).split())  # = re.sub(r"\s+", " ", ...).strip(): str.split splits at what \s matches
 
 
 def _prose(text: str) -> str:
