@@ -22,10 +22,16 @@ COMMON_CAMEL = {"iPhone", "iOS", "macOS", "eBay", "YouTube", "GitHub", "GitLab",
                 "PostgreSQL", "MySQL", "NoSQL", "OpenAI", "ChatGPT", "LinkedIn", "PowerPoint", "WiFi"}
 
 
+AROUND_RE = re.compile(r"^['\",;:!?]+|['\".,;:!?]+$")
+ARGS_RE = re.compile(r"\(.*\)$")
+CODE_CHAR_RE = re.compile(r"[_./()=-]")
+LETTER_RE = re.compile(r"[A-Za-z]")
+
+
 def _clean(tok: str) -> str:
     # punctuation around the name, never the dot that starts one (`.env`, `./scripts/deploy.sh`)
-    tok = re.sub(r"^['\",;:!?]+|['\".,;:!?]+$", "", tok.strip())
-    tok = re.sub(r"\(.*\)$", "()", tok)  # foo(a, b) -> foo()
+    tok = AROUND_RE.sub("", tok.strip())
+    tok = ARGS_RE.sub("()", tok)  # foo(a, b) -> foo()
     return tok
 
 
@@ -33,16 +39,37 @@ def _looks_like_code(tok: str) -> bool:
     if not tok or len(tok) > 60 or tok.lower() in NOT_IDENT:
         return False
     if " " in tok:  # a command or a phrase in backticks: keep short ones that look like code
-        return len(tok.split()) <= 3 and bool(re.search(r"[_./()=-]", tok))
-    return bool(re.search(r"[A-Za-z]", tok))
+        return len(tok.split()) <= 3 and bool(CODE_CHAR_RE.search(tok))
+    return bool(LETTER_RE.search(tok))
+
+
+# each pattern with what every match of it holds, a string or a cheap pattern: a text without it is not
+# searched (most prose names no path, CamelCase or dotted name, and those searches cost the most)
+NAME_PATTERNS = ((BACKTICK_RE, "`"), (CALL_RE, "()"),
+                 (PATH_RE, re.compile(r"/|\.(?:%s)(?![\w/])" % FILE_EXT, re.I)),  # a slash, or a file extension
+                 (CAMEL_RE, re.compile(r"[a-z0-9][A-Z]")), (SNAKE_RE, "_"),
+                 (DOTTED_RE, re.compile(r"[a-z0-9_]\.[a-z_]")))
+
+
+def mentions_any(text: str, words) -> bool:
+    """Whether a case-insensitive pattern, any match of which holds one of `words` (lower case ASCII; a space
+    in one stands for a literal space of the pattern), may match in `text`: False only for an ASCII text
+    that holds none of them.  A cheap test before an expensive search that seldom matches (re.IGNORECASE
+    folds a few non-ASCII letters onto ASCII ones, so any other text may match)."""
+    if not text.isascii():
+        return True
+    return any(map(text.lower().__contains__, words))
 
 
 def subjects(text: str) -> list:
     """The identifiers `text` names, in order of appearance, each once: backticked spans, calls
     (`foo()`), file paths, CamelCase and snake_case names, dotted module names."""
     found = []
-    for pat in (BACKTICK_RE, CALL_RE, PATH_RE, CAMEL_RE, SNAKE_RE, DOTTED_RE):
-        for m in pat.finditer(text or ""):
+    text = text or ""
+    for pat, needle in NAME_PATTERNS:
+        if needle not in text if isinstance(needle, str) else needle.search(text) is None:
+            continue
+        for m in pat.finditer(text):
             tok = _clean(m.group(1))
             if pat is CAMEL_RE and (tok in COMMON_CAMEL or len(tok) < 4):
                 continue

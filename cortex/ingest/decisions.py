@@ -16,9 +16,10 @@ mentioned, never a test or scratch file, command or library call it met on the w
 the function finds it; when unsure it names none.  Brainstorming, hypotheticals, questions, "maybe
 later", the user declining and routine narration make nothing.
 """
+import functools
 import re
 
-from cortex.curate.subjects import cap_first, incidental, is_path, subjects, unmark
+from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any, subjects, unmark
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 EXCHANGE_KEEP = 12  # names of the exchange kept in the state
@@ -81,6 +82,7 @@ ALT_RE = re.compile(r"(?:^|\b)(?:(?:the|a|one)\s+)?(?:(?:simpler|obvious|cheaper
                     r"\s+(?:would\s+be|is)\s+(?:to\s+)?(?P<a>[^.?;,]{6,})|\bwe\s+could\s+also\s+(?:just\s+)?(?P<b>[^.?;,]{6,})|"
                     r"^or,?\s+(?:much\s+|even\s+)?(?:simpler|cheaper|quicker|instead)[\s,:]+(?:we\s+could\s+)?"
                     r"(?P<c>[^.?;,]{6,})", re.I)
+ALT_WORDS = ("alternative", "could")  # every match of ALT_RE but one at a sentence start "or" holds one
 # the user asks about a different course ("why not just ...?", "couldn't we simply ...?")
 CHALLENGE_RE = re.compile(r"^\s*(?:but\s+|hmm+,?\s+)?(?:why\s+not\s+(?:just\s+|simply\s+)?|what\s+about\s+|couldn'?t\s+we\s+"
                           r"(?:just\s+|simply\s+)?|can'?t\s+we\s+(?:just\s+|simply\s+)?|wouldn'?t\s+it\s+be\s+(?:simpler|"
@@ -107,6 +109,9 @@ PROPOSAL_RE = re.compile(
     r"\bhow\s+about\b|(?:^|,\s*)(?:should|shall)\s+(?:we|I)\b|\b(?:want|would\s+you\s+like)\s+me\s+to\b|"
     r"\bthe\s+(?:rule|policy|convention)\s+(?:would|could|should)\s+be\b|^let'?s\s+(?!me\b|see\b|check\b|look\b|"
     r"find\b|run\b|read\b|start\b|first\b|try\b)|\bwe\s+should\b|\bwhat\s+if\s+we\b", re.I)
+# a word every match of PROPOSAL_RE holds, in a sentence whose spaces are single (tidied): mentions_any
+PROPOSAL_WORDS = ("propos", "suggest", "recommend", "i'd", "id ", "how about", "should", "shall", "me to", "ould be",
+                  "what if", "let")
 ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+(?:that|this)\s+(?:work|sound\s+\w+|"
                     r"make\s+sense)|\b(?:ok|okay|agreed|alright)|\bgood\s+with\s+(?:that|this)|\bfine\s+with\s+(?:that|"
                     r"this)|\bwhat\s+do\s+you\s+think|\bany\s+objections?|\bshall\s+I\s+(?:go\s+ahead|proceed)|"
@@ -228,7 +233,7 @@ def _sentences(text):
 
 
 def _tidy(s: str) -> str:
-    return re.sub(r"\s+", " ", unmark(s)).strip()
+    return " ".join(unmark(s).split())  # = re.sub(r"\s+", " ", ...).strip(): str.split splits at what \s matches
 
 
 def _prose(text: str) -> str:
@@ -241,11 +246,20 @@ def initial_state() -> dict:
 
 # -- proposals ----------------------------------------------------------------------------------------
 
+ASK_TAIL_RE = re.compile(r"\s*\?+$")
+PROPOSING_WORD_RE = re.compile(r"\b(?:propose|suggest|recommend|I'?d)\b", re.I)
+
+
 def proposal_of(text: str):
     """What an assistant turn puts to the user, or None: {text, options, recommended}.  A turn with no
     proposal marker and no closing ask proposes nothing; narration and offers to run routine work
     are not proposals."""
     prose = _prose(text)
+    return _proposal(prose, [_tidy(s) for s in _sentences(prose)])
+
+
+def _proposal(prose: str, tidied: list):
+    """proposal_of, given the turn's prose and its sentences tidied (step computes them once a turn)."""
     options = {}
     for m in OPTION_RE.finditer(prose):
         label = (m.group("label") or m.group("label2")).upper()
@@ -254,28 +268,28 @@ def proposal_of(text: str):
             options[label] = body
     rec = RECOMMEND_RE.search(prose)
     recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
-    sents = [_tidy(s) for s in _sentences(prose)]
-    sents = [s for s in sents if s and not OPTION_RE.match(s)]
+    sents = [s for s in tidied if s and not OPTION_RE.match(s)]
     picked, asked = [], False
     for i, s in enumerate(sents):
-        core = re.sub(r"\s*\?+$", "", s)
-        if ASK_RE.search(s) and len(core.split()) <= 8:
+        # the cheap tests first: most sentences are long and propose nothing
+        if len(ASK_TAIL_RE.sub("", s).split()) <= 8 and ASK_RE.search(s):
             asked = True
             if not picked:  # "Sound good?" after the proposal itself: the prose before it
                 before = [p for p in sents[max(0, i - 2):i] if not NARRATION_RE.search(p) and not p.endswith("?")
                           and not p.endswith(":")]
                 picked.extend(before[-2:])
             continue
+        if not (mentions_any(s, PROPOSAL_WORDS) and PROPOSAL_RE.search(s) or FIRM_RE.match(s)):
+            continue
         if NARRATION_RE.search(s) or WEAK_ACTION_RE.search(s) or HYPOTHETICAL_RE.search(s):
             continue
         if REAFFIRM_RE.search(s):
             continue  # "so I'd stick with my suggestion": the earlier proposal stands, this is not a new one
-        if PROPOSAL_RE.search(s) or FIRM_RE.match(s):
-            asked = asked or s.endswith("?")
-            picked.append(s)
+        asked = asked or s.endswith("?")
+        picked.append(s)
     if not picked and not options:
         return None
-    if not asked and not options and not any(re.search(r"\b(?:propose|suggest|recommend|I'?d)\b", p, re.I)
+    if not asked and not options and not any(PROPOSING_WORD_RE.search(p)
                                              or FIRM_RE.match(p) and len(prose.split()) <= 120 for p in picked):
         return None
     return {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
@@ -327,11 +341,17 @@ def _subject_of(names: list):
     return ranked[0][-1] if ranked else None
 
 
+@functools.lru_cache(maxsize=8)
+def _names(text: str) -> tuple:
+    """The names a turn's prose holds (a turn's text is looked at up to three times: `_mention`)."""
+    return tuple(subjects(_prose(text)))
+
+
 def _mention(exchange: list, text: str, who: str) -> list:
     """The exchange's names with those `text` names added, the latest last; a name the user or the proposal
     named keeps that rank when the assistant says it again."""
     out = [list(e) for e in exchange or []]
-    for n in subjects(_prose(text)):
+    for n in _names(text):
         prev = next((e for e in out if e[0] == n), None)
         if prev:
             out.remove(prev)
@@ -515,18 +535,23 @@ def afterthought(text: str, st: dict):
     return _with_condition(settled["text"], cond)
 
 
+SENTENCE_END_RE = re.compile(r"(?<=[.!])\s+")
+SEMICOLON_RE = re.compile(r";\s+")
+
+
 def _parts(line: str) -> list:
     """Where a summing-up may start in a line: the line, each later sentence, and the rest of a sentence after
     each of its semicolons ("The earlier amendment (...) is replaced; the rule is now: X; Y")."""
     out = [line]
-    for i, sentence in enumerate(re.split(r"(?<=[.!])\s+", line)):
-        out += ([sentence] if i else []) + [sentence[m.end():] for m in re.finditer(r";\s+", sentence)]
+    for i, sentence in enumerate(SENTENCE_END_RE.split(line)):
+        out += ([sentence] if i else []) + [sentence[m.end():] for m in SEMICOLON_RE.finditer(sentence)]
     return out
 
 
-def summary_of(text: str, weak: bool = False):
-    """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None."""
-    prose = _prose(text)
+def summary_of(text: str, weak: bool = False, prose: str = None):
+    """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None.
+    `prose`: _prose(text), when the caller has it."""
+    prose = _prose(text) if prose is None else prose
     lines = prose.split("\n")
     for i, line in enumerate(lines):
         for part in _parts(line):
@@ -556,7 +581,7 @@ def summary_of(text: str, weak: bool = False):
     # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
     # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
     # the record keeps the replacing words, so the earlier rule on the subject is retired
-    parts = [p for p in re.split(r"(?<=[.!])\s+", " ".join(prose.split())) if p]
+    parts = [p for p in SENTENCE_END_RE.split(" ".join(prose.split())) if p]
     for i, part in enumerate(parts):
         m = REPLACING_RE.match(part)
         if m and len(m.group("body").split()) >= 4 and not NARRATION_RE.search(m.group("body")):
@@ -619,7 +644,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
         st["on_rule"] = bool(st.get("accepted"))
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
-        summ = summary_of(text, weak=bool(acc))
+        prose = _prose(text)
+        summ = summary_of(text, weak=bool(acc), prose=prose)
         if summ:
             if acc:
                 t = summ
@@ -636,9 +662,10 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 t = _subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ
                 out.append(("decision", t, SUMMED, "summed", None))
         st["accepted"] = None
-        prop = proposal_of(text)
-        prose = _prose(text)
-        alt = next((m for m in (ALT_RE.search(_tidy(x)) for x in _sentences(prose)) if m), None)
+        tidied = [_tidy(x) for x in _sentences(prose)]
+        prop = _proposal(prose, tidied)
+        alt = next((m for m in (ALT_RE.search(x) for x in tidied if x[:2].lower() == "or" or mentions_any(x, ALT_WORDS))
+                    if m), None)
         pending = st.get("alternative")
         if prop:
             st["proposal"], st["alternative"] = prop, None

@@ -111,9 +111,10 @@ def turns_from_entries(entries, cwd=None, fallback_time: str = "") -> list:
 
 
 
-def record_window(home, cfg: dict, log, ctx, res, start: int, client: str, base=None):
+def record_window(home, cfg: dict, log, ctx, res, start: int, client: str, base=None, writer=None):
     """Append the window's turns to episodes/<project>/<session>.md and index the changed passages.
     `base` is the episode's size the transcript's cursor saw ([turns, characters of the last turn]).
+    `writer`: a function that gives the index writer to use (the normalizer keeps one open a run).
     Returns the size after this window, for the cursor (None when nothing changed or episodes are off)."""
     conf = cfg.get("episodes") or {}
     if not conf.get("enabled", True) or not ctx.session:
@@ -127,7 +128,8 @@ def record_window(home, cfg: dict, log, ctx, res, start: int, client: str, base=
         return None
     path, front, turns, since = got
     if not front.get("archived"):  # an archived episode (forget --session) stays out of search
-        update_passages(home, front, turns, path, since, flush=False)  # the normalizer flushes once a run
+        # the normalizer flushes the search engine once a run
+        update_passages(home, front, turns, path, since, flush=False, idx=writer() if writer else None)
     return [len(turns), len(turns[-1]["text"]) if turns else 0]
 
 

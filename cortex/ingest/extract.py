@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
-from cortex.curate.subjects import technical, unmark
+from cortex.curate.subjects import mentions_any, technical, unmark
 from cortex.ingest.adapters import base as B
 from cortex.store.records import canonical_type
 
@@ -62,6 +62,16 @@ WEAK_OBJECT_RE = re.compile(r"\b(?:decided|decide|chose|choose|going|opted)\s+to
 HEDGE_RE = re.compile(r"\b(?:maybe|perhaps|might|may be|could be|possibly|probably|I think|I guess|let me|let's try|"
                       r"not sure|hypothes[ie]s|seems? like|if we|should we|would you|do you want)\b", re.I)
 REASON_RE = re.compile(r"\b(?:because|since|due to|so that|as it|which means|given that)\b", re.I)
+# Any of the patterns above, in one search: most sentences match none, and one pass over a sentence costs
+# less than eighteen (the patterns are tried one by one only on a sentence this finds something in)
+ANY_KEYWORD_RE = re.compile("|".join("(?:%s)" % p.pattern for group in (DECISION_PATTERNS, REJECTION_PATTERNS,
+                                                                         LEARNED_PATTERNS) for p, _ in group), re.I)
+# a word every match of one of them holds (mentions_any): three sentences in four hold none
+KEYWORD_WORDS = ("decid", "chose", "choos", "opted", "settled", "picked", "prefer", "with", "from", "decision", "choice",
+                 "approach", "because", "since", "as it", "so that", "solution", "fix", "instead of", "rejected",
+                 "ruled out", "abandoned", "dropped", "discarded", "gave up on", "work", "wrong", "dead end",
+                 "doesn't scale", "bad idea", "root cause", "underlying", "turns out", "turned out", "bug", "issue",
+                 "problem", "error", "failure", "culprit")
 
 
 @dataclass
@@ -164,7 +174,8 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
     prose = CODE_FENCE_RE.sub("\n", entry.text)
     for original in sentences(prose):
         sent = INLINE_CODE_RE.sub(" ", original)  # match on prose only; keep the identifiers in the text
-        if TAG_RE.search(sent) or "?" in sent[-3:] or len(sent) < 20:
+        if ("?" in sent[-3:] or len(sent) < 20 or "[" in sent and TAG_RE.search(sent)
+                or not mentions_any(sent, KEYWORD_WORDS) or not ANY_KEYWORD_RE.search(sent)):
             continue
         best = None
         for rtype, patterns in (("rejected", REJECTION_PATTERNS), ("decision", DECISION_PATTERNS),
@@ -367,6 +378,7 @@ TURNED_DOWN_RE = re.compile(
     re.I)
 DONE_CLAIM_RE = re.compile(r"\ball\b[^.\n]{0,60}?\b(?:done|complete|completed|finished)\b|"
                            r"^\W*(?:\S+\s+){0,4}(?:complete|completed|done|finished)\W*$", re.I | re.M)
+DONE_WORDS = ("done", "complete", "finished")  # every match of DONE_CLAIM_RE holds one (mentions_any)
 # A sentence that reports an action as done ("I've simplified …", "… has been updated").
 DID_RE = re.compile(r"\b(?:I've|I have|we've|has been|have been|now|successfully)\b|^\W*(?:Done|Updated|Simplified|"
                     r"Removed|Added|Created|Fixed|Implemented|Wrote|Closed|Committed|Pushed)\b", re.I)
@@ -672,12 +684,13 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                     kw = [c for c in kw if c.type not in ("decision", "rejected")]
                 out.extend(kw)
                 unanswered = {id(c) for c in kw if c.type == "decision"}
-                claim = DONE_CLAIM_RE.search(strip_code(e.text))
+                prose = strip_code(e.text)
+                claim = DONE_CLAIM_RE.search(prose) if mentions_any(prose, DONE_WORDS) else None
                 # the session's closing report of the whole task ("Epic X complete."), kept in progress
                 st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None
                 if plan and plan.get("source") == "summary":
                     _mark_reported_done(plan, e.text)
-                    plan["claimed_done"] = bool(DONE_CLAIM_RE.search(strip_code(e.text)))
+                    plan["claimed_done"] = bool(claim)
         elif e.kind == B.PLAN and e.plan and not e.sidechain:
             items = [{"text": i.text.strip(), "status": i.status} for i in e.plan if i.text.strip()]
             if items:

@@ -1356,9 +1356,35 @@ def strip_private(text: str) -> str:
     return "".join(out)
 
 
+_MEMO: Optional[Dict[str, Tuple[str, int]]] = None  # text -> clean(text), inside `remembered()`
+
+
+class remembered:
+    """`with remembered():` clean() answers a text it has already cleaned from memory (it is a pure
+    function of the text).  The normalizer holds one per transcript window, whose prompts and replies
+    are cleaned twice: for the decision layer and for the episode."""
+
+    def __enter__(self):
+        global _MEMO
+        self.outer = _MEMO
+        if _MEMO is None:
+            _MEMO = {}
+        return self
+
+    def __exit__(self, *exc):
+        global _MEMO
+        _MEMO = self.outer
+
+
 def clean(text: str) -> Tuple[str, int]:
     """strip_private, then redact."""
-    return redact(strip_private(text))
+    memo = _MEMO
+    if memo is None or type(text) is not str:
+        return redact(strip_private(text))
+    got = memo.get(text)
+    if got is None:
+        got = memo[text] = redact(strip_private(text))
+    return got
 
 
 def contains_secret(text: str) -> bool:
@@ -1389,7 +1415,16 @@ def redact_fields(obj, private: bool = True):
 _CUT_TOKEN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.~%")
 _CUT_WORD_BACK = 512
 _CUT_TOKEN_BACK = 400
-_LAST_SPACE = re.compile(r".*(\s|\\[nt])", re.S)  # the last whitespace (or JSON \\n, \\t)
+_SPACE_REV = re.compile(r"\s|[nt]\\")  # a whitespace (or JSON \\n, \\t) in a reversed text
+
+
+def _last_space(head: str, start: int) -> int:
+    r"""Where the last whitespace (or JSON \n, \t escape) at or after `start` begins in `head`, else -1: what
+    re.search(r".*(\s|\\[nt])", head, start) finds, without its backtracking over the whole tail from every
+    start when there is none (2.4 ms for 512 characters of a blob; a reversed search takes microseconds)."""
+    tail = head[start:][::-1]
+    m = _SPACE_REV.search(tail)
+    return -1 if m is None else start + len(tail) - m.end()
 
 
 def cut(text: str, limit: int, ellipsis: str = "") -> str:
@@ -1408,8 +1443,7 @@ def cut(text: str, limit: int, ellipsis: str = "") -> str:
         return ellipsis if text else text
     head = text[:limit]
     if not text[limit].isspace():
-        m = _LAST_SPACE.search(head, max(0, limit - _CUT_WORD_BACK))
-        i = m.start(1) if m else -1
+        i = _last_space(head, max(0, limit - _CUT_WORD_BACK))
         if i >= limit - _CUT_WORD_BACK and i > 0:
             head = head[:i]
         else:

@@ -33,11 +33,21 @@ def stemmer_mismatch(home) -> str:
     return ""
 
 
-def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False, flush: bool = True):
+def _writer(home, flush: bool, idx):
+    """(the writer to use, whether this call owns it): `idx`, a writer the caller keeps open (the normalizer,
+    one for its run: committed here, not closed), taken as if opened now; else a new one."""
+    if idx is None:
+        return Index(home.index_db, flush_search=flush), True
+    idx.stats_changed = False  # what finish() asks: did this call change postings or lengths
+    return idx, False
+
+
+def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False, flush: bool = True, idx=None):
     """Refresh the rows of these records and re-rank these scopes; scrub after a hard delete
-    (Index.truncate_wal).  `flush`: apply the search outbox now (the normalizer does it once a run)."""
+    (Index.truncate_wal).  `flush`: apply the search outbox now (the normalizer does it once a run).
+    `idx`: a writer kept open by the caller (see _writer)."""
     from cortex.store.terms import tokenize
-    idx = Index(home.index_db, flush_search=flush)
+    idx, own = _writer(home, flush, idx)
     try:
         store = records_mod.RecordStore(home.records)
         for rid in sorted(changed_ids):
@@ -62,7 +72,8 @@ def update_index(home, cfg, changed_ids, touched_scopes, scrub: bool = False, fl
                 "stays in index/cortex.sqlite-wal until the last process using the index exits; run "
                 "`cortex reindex` then to empty it")
     finally:
-        idx.close()
+        if own:
+            idx.close()
 
 
 # -- episode passages ------------------------------------------------------------------------------
@@ -86,16 +97,18 @@ def passage_rows(front: dict, turns: list, path: str, since: int = 1) -> list:
             for p in episodes.passages(turns, since)]
 
 
-def update_passages(home, front: dict, turns: list, path: str, since: int = 1, flush: bool = True):
-    """Index the passages of an episode that changed (those holding a turn >= since)."""
+def update_passages(home, front: dict, turns: list, path: str, since: int = 1, flush: bool = True, idx=None):
+    """Index the passages of an episode that changed (those holding a turn >= since).  `idx`: a writer
+    kept open by the caller (see _writer)."""
     from cortex.store.index import put_passages
     rows = passage_rows(front, turns, path, since)
-    idx = Index(home.index_db, flush_search=flush)
+    idx, own = _writer(home, flush, idx)
     try:
         put_passages(idx.con, front["session"], rows, since)
         idx.commit()
     finally:
-        idx.close()
+        if own:
+            idx.close()
 
 
 def reindex_passages(home, log=None, batch: int = 20000) -> dict:

