@@ -427,11 +427,14 @@ LABELED_LIST_RE = re.compile(
     r"(?: approaches| alternatives| options| ideas)?|approaches rejected|alternatives rejected))"
     r"[ \t]*\**:?\**[ \t]*$", re.I | re.M)
 LABELED_MAX = 8  # items taken from one labeled list
+LABELED_WORDS = ("decision", "rejected", "discarded", "ruled")  # every match of LABELED_LIST_RE holds one
 
 
 def labeled_lists(summary: str) -> list:
     """[(type, item)] of the lists a compaction summary labels as decisions ("decision") or rejected
     approaches ("rejected"): the bullets right under the label, each with its sub-bullets."""
+    if not mentions_any(summary, LABELED_WORDS):
+        return []
     summary = SUMMARY_TAIL_RE.split(re.sub(r"<system-reminder>.*?</system-reminder>", " ", summary, flags=re.S), 1)[0]
     out = []
     for m in LABELED_LIST_RE.finditer(summary):
@@ -673,11 +676,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             out.extend(tag_candidates(e, ctx, at))
             if not e.sidechain:
                 kw = keyword_candidates(e, ctx, at)
-                prose = CODE_FENCE_RE.sub("\n", e.text).strip()
-                if not prose.endswith("?") or DONE_CLAIM_RE.search(prose):
-                    # a report's "Key decisions:" list counts as the keyword layer's statements do; one in a
-                    # turn that ends by asking the user (and reports nothing done) is still a proposal
-                    kw += labeled_candidates(prose, ctx, e.ref, at)
+                if mentions_any(e.text, LABELED_WORDS):
+                    unfenced = CODE_FENCE_RE.sub("\n", e.text).strip()
+                    if not unfenced.endswith("?") or DONE_CLAIM_RE.search(unfenced):
+                        # a report's "Key decisions:" list counts as the keyword layer's statements do; one in
+                        # a turn that ends by asking the user (and reports nothing done) is still a proposal
+                        kw += labeled_candidates(unfenced, ctx, e.ref, at)
                 if found or dstate.get("proposal"):
                     # a turn that sums up an agreement says it once (the conversation layer has it); a turn
                     # that puts a proposal to the user has not settled anything yet

@@ -11,7 +11,8 @@ from cortex.ingest import extract as X
 ASCII = st.characters(min_codepoint=0, max_codepoint=127)
 CASES = [(p, X.KEYWORD_WORDS, False) for group in (X.DECISION_PATTERNS, X.REJECTION_PATTERNS, X.LEARNED_PATTERNS)
          for p, _ in group]
-CASES += [(D.PROPOSAL_RE, D.PROPOSAL_WORDS, True), (D.ALT_RE, D.ALT_WORDS, True), (X.DONE_CLAIM_RE, X.DONE_WORDS, False)]
+CASES += [(D.PROPOSAL_RE, D.PROPOSAL_WORDS, True), (D.ALT_RE, D.ALT_WORDS, True), (X.DONE_CLAIM_RE, X.DONE_WORDS, False),
+          (X.LABELED_LIST_RE, X.LABELED_WORDS, False)]
 
 
 @pytest.mark.parametrize("pattern,words,tidied", CASES, ids=lambda c: getattr(c, "pattern", "")[:30] or None)
