@@ -203,6 +203,21 @@ REJECT_RE = re.compile(
     r"^\s*(?:(?:no|nope|nah)\b[\s,.!;:—–-]*)?(?:(?:definitely|please|but)\s+)?(?:not|no|don'?t\s+use|never\s+use|avoid)\s+"
     r"(?P<alt>(?:a|an|the|any|another)?\s*[^—–:;,.!?()]{2,60}?)\s*(?:[—–:;,(]|\s-\s|\.\s|\s+(?:because|since|as|it|"
     r"they|that|which|those|these)\b)\s*(?P<reason>[^?]{12,})$", re.I)
+# The user rules an approach out before anyone proposes it, with the reason: "Whatever we do, we shouldn't X:
+# <reason>", "I don't want to X, by the way; <reason>", "And before you suggest it: let's not X. <Reason>."
+RULED_OUT_RE = re.compile(
+    r"^(?:[^.?!:;]{0,40}[,:]\s*)?(?:let'?s\s+not|(?:I|we)\s+(?:really\s+)?(?:don'?t|do\s+not)\s+want\s+(?:to|us\s+to)|"
+    r"(?:we|you)\s+(?:shouldn'?t|should\s+not|mustn'?t|must\s+not)|please\s+(?:don'?t|do\s+not))\s+(?:just\s+|simply\s+)?"
+    r"(?P<alt>[^—–:;,.!?()]{6,80}?)\s*(?:[—–:;,(]|\s-\s|\.\s|\s+(?:because|since|as)\b)\s*"
+    r"(?:by\s+the\s+way\s*[;,:]?\s*)?(?P<reason>[^?]{12,})$", re.I)
+RULED_OUT_WORDS = ("not", "n't", "dont", "shouldnt", "mustnt")  # every match of RULED_OUT_RE holds one
+RULED_OUT_HEAD = RULED_OUT_RE.pattern[:RULED_OUT_RE.pattern.index("(?P<alt>")]
+RULED_OUT_BARE_RE = re.compile(RULED_OUT_HEAD + r"(?P<alt>[^—–:;,.!?()]{6,80}?)[.!]?$", re.I)  # the reason follows
+# the sentence after a bare "let's not X." is its reason when it explains ("Abandoned baskets would lock stock
+# for hours"), not when it says what to do instead ("Do it at checkout")
+EXPLAINS_RE = re.compile(r"^(?!(?:please\s+)?(?:do|use|make|put|keep|add|try|go|just|instead|rather|then|let'?s)\b)"
+                         r".*\b(?:is|are|was|were|would|will|can'?t|cannot|won'?t|doesn'?t|didn'?t|makes?|breaks?|"
+                         r"locks?|causes?|takes?|needs?|has|have|had)\b", re.I)
 NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way|at\s+all|for\s+now|so\s+fast|yet\s+\w+|"
                         r"this\s+time|right\s+now|needed|necessary|worth\s+it|a\s+problem|an\s+issue|bad|great|"
                         r"ideal|true|the\s+case|something|anything|much|many|all|every|"
@@ -478,8 +493,20 @@ def user_turn(text: str, st: dict):
         if s.endswith("?"):
             continue
         m = REJECT_RE.match(s) if i == 0 or re.match(r"^(?:no|not|don'?t|never|avoid)\b", s, re.I) else None
+        kind = "rejected"
+        reason = None
+        if m is None and mentions_any(s, RULED_OUT_WORDS):
+            m, kind = RULED_OUT_RE.match(s), "ruled-out"  # (ruled out unasked: kept only if about the work)
+            nxt = _tidy(sents[i + 1]) if i + 1 < len(sents) else ""
+            if m is None and nxt and not nxt.endswith("?") and EXPLAINS_RE.match(nxt):
+                m = RULED_OUT_BARE_RE.match(s)  # "let's not X. <Reason>."
+                reason = nxt.rstrip(".") if m else None
+        if m and kind == "ruled-out" and (UNDECIDED_RE.search(s) or POSTPONE_RE.search(s)
+                                          or re.search(r"\b(?:yet|decide|choose|pick)\b", m.group("alt"), re.I)):
+            continue  # "let's not pick one yet: I want to see the load test first" defers, it rules nothing out
         if m and not NOT_AN_ALT.match(m.group("alt").strip()):
-            alt, reason = m.group("alt").strip(), m.group("reason").strip().rstrip(".")
+            alt = m.group("alt").strip()
+            reason = reason or m.group("reason").strip().rstrip(".")
             if PRONOUN_ALT.match(alt):
                 if not prop or not prop.get("text"):
                     continue
@@ -488,7 +515,7 @@ def user_turn(text: str, st: dict):
                 continue
             text_ = "Not %s: %s." % (alt, _mid_sentence(reason))
             text_ = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange")) + text_
-            rejection = ("rejected", text_, USER_REJECTED, "rejected")
+            rejection = ("rejected", text_, USER_REJECTED, kind)
             for later in sents[i + 1:i + 3]:
                 later = _tidy(later)
                 if IMPERATIVE_RE.match(later) and not later.endswith("?") and len(later.split()) >= 3:

@@ -576,7 +576,7 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict)
         text = clean_sentence(text, ctx.max_chars)
         if len(text.split()) < 4 or not has_content(text):
             continue
-        if kind == "rule" and not technical(text):
+        if kind in ("rule", "ruled-out") and not technical(text):
             continue  # a rule the user states out of the blue must be about the work: "Always happy to help"
         out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
                              salience=0.8))

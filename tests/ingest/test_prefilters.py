@@ -12,7 +12,7 @@ ASCII = st.characters(min_codepoint=0, max_codepoint=127)
 CASES = [(p, X.KEYWORD_WORDS, False) for group in (X.DECISION_PATTERNS, X.REJECTION_PATTERNS, X.LEARNED_PATTERNS)
          for p, _ in group]
 CASES += [(D.PROPOSAL_RE, D.PROPOSAL_WORDS, True), (D.ALT_RE, D.ALT_WORDS, True), (X.DONE_CLAIM_RE, X.DONE_WORDS, False),
-          (X.LABELED_LIST_RE, X.LABELED_WORDS, False)]
+          (X.LABELED_LIST_RE, X.LABELED_WORDS, False), (D.RULED_OUT_RE, D.RULED_OUT_WORDS, True)]
 
 
 @pytest.mark.parametrize("pattern,words,tidied", CASES, ids=lambda c: getattr(c, "pattern", "")[:30] or None)
