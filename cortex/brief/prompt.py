@@ -26,7 +26,7 @@ PASSAGE_CHARS = {"user": 200, "assistant": 360}  # what a passage line quotes of
 CHAT_WORDS = ("ok okay yes yeah yep sure please thanks thank great good nice fine cool awesome perfect sounds "
               "looks go going ahead carry continue keep next step take short break again explain simply summarise "
               "summarize today done let right alright well hi hello hey morning evening later wait stop skip never "
-              "mind maybe think idea try thing stuff bit little lot")
+              "mind maybe think idea try thing stuff bit little lot last previous")
 
 
 def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None, now: float = None):

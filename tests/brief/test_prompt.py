@@ -238,3 +238,12 @@ def test_a_passage_line_quotes_the_question_and_its_answer(anchor, want):
     turns = [{"n": n, "role": "user" if n % 2 else "assistant", "text": "turn %d" % n, "at": ""} for n in range(1, 6)]
     row = {"path": "ep.md", "anchor": anchor, "first_turn": max(anchor - 1, 1), "last_turn": min(anchor + 1, 5)}
     assert [t["n"] for t in prompt._passage_turns(row, {"ep.md": turns})] == want
+
+
+def test_last_and_previous_are_chat_words_not_search_terms():
+    """"undo the last change" names nothing discussed: with "last" a search term it had three and matched a
+    rejection that said "we sold the same last unit" (devchats seed 7, stop 22)."""
+    from cortex.store.terms import query_terms
+    chat = set(query_terms(prompt.CHAT_WORDS))
+    assert {"last", "previous"} <= {w for w in ("last", "previous") if set(query_terms(w)) <= chat}
+    assert len(set(query_terms("undo the last change")) - chat) < config.DEFAULTS["prompt"]["min_terms"]
