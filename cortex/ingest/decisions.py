@@ -493,20 +493,11 @@ def user_turn(text: str, st: dict):
         if s.endswith("?"):
             continue
         m = REJECT_RE.match(s) if i == 0 or re.match(r"^(?:no|not|don'?t|never|avoid)\b", s, re.I) else None
-        kind = "rejected"
-        reason = None
-        if m is None and mentions_any(s, RULED_OUT_WORDS):
-            m, kind = RULED_OUT_RE.match(s), "ruled-out"  # (ruled out unasked: kept only if about the work)
-            nxt = _tidy(sents[i + 1]) if i + 1 < len(sents) else ""
-            if m is None and nxt and not nxt.endswith("?") and EXPLAINS_RE.match(nxt):
-                m = RULED_OUT_BARE_RE.match(s)  # "let's not X. <Reason>."
-                reason = nxt.rstrip(".") if m else None
-        if m and kind == "ruled-out" and (UNDECIDED_RE.search(s) or POSTPONE_RE.search(s)
-                                          or re.search(r"\b(?:yet|decide|choose|pick)\b", m.group("alt"), re.I)):
-            continue  # "let's not pick one yet: I want to see the load test first" defers, it rules nothing out
-        if m and not NOT_AN_ALT.match(m.group("alt").strip()):
-            alt = m.group("alt").strip()
-            reason = reason or m.group("reason").strip().rstrip(".")
+        found, kind = ((m.group("alt"), m.group("reason")) if m else None), "rejected"
+        if found is None:  # ruled out unasked: kept only if about the work (extract.UNASKED_KINDS)
+            found, kind = _ruled_out(s, sents[i + 1] if i + 1 < len(sents) else ""), "ruled-out"
+        if found and not NOT_AN_ALT.match(found[0].strip()):
+            alt, reason = found[0].strip(), found[1].strip().rstrip(".")
             if PRONOUN_ALT.match(alt):
                 if not prop or not prop.get("text"):
                     continue
@@ -537,6 +528,24 @@ def user_turn(text: str, st: dict):
             prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange"))
         out.append(("decision", prefix + text_, USER_RULE, "rule"))
     return out
+
+
+def _ruled_out(s: str, nxt: str):
+    """(approach, reason) of a sentence that rules an approach out up front, or None; `nxt` is the sentence
+    after it, the reason of a bare "let's not X." when it explains.  A deferral rules nothing out ("let's
+    not pick one yet: I want to see the load test first")."""
+    if not mentions_any(s, RULED_OUT_WORDS):
+        return None
+    m, nxt = RULED_OUT_RE.match(s), _tidy(nxt)
+    if m:
+        found = (m.group("alt"), m.group("reason"))
+    elif nxt and not nxt.endswith("?") and EXPLAINS_RE.match(nxt) and RULED_OUT_BARE_RE.match(s):
+        found = (RULED_OUT_BARE_RE.match(s).group("alt"), nxt)
+    else:
+        return None
+    if UNDECIDED_RE.search(s) or POSTPONE_RE.search(s) or re.search(r"\b(?:yet|decide|choose|pick)\b", found[0], re.I):
+        return None
+    return found
 
 
 def _rejection(alt: str, reason: str, prop, st) -> str:

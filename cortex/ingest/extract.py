@@ -559,6 +559,10 @@ def decision_files(cand, touched: list, turn: int, user: bool, since, dfiles: di
     return files
 
 
+# what the user says out of the blue (no proposal answered): a rule, an approach ruled out up front
+UNASKED_KINDS = ("rule", "ruled-out")
+
+
 def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
     """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
     from cortex.ingest import decisions as D
@@ -576,7 +580,7 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict)
         text = clean_sentence(text, ctx.max_chars)
         if len(text.split()) < 4 or not has_content(text):
             continue
-        if kind in ("rule", "ruled-out") and not technical(text):
+        if kind in UNASKED_KINDS and not technical(text):
             continue  # a rule the user states out of the blue must be about the work: "Always happy to help"
         out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
                              salience=0.8))
