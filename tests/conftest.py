@@ -402,6 +402,18 @@ def project_env(tmp_path, monkeypatch):
     return home, str(project), str(tmp_path)
 
 
+def invoice_rule_chat(home, root, project, t):
+    """"rule-s": a rule settled in conversation (send_invoice() waits for the recalculation, at most five
+    minutes, then sends and flags it for finance), in words a later bug report does not use."""
+    Chat(root, project, "rule-s", t).turns(
+        ("user", "The invoice mailer sends the PDF before the totals are recalculated after a credit note."),
+        ("assistant", "I'd suggest we make `send_invoice()` wait for the recalculation job to finish."),
+        ("user", "yes, but cap the wait at five minutes, then send anyway and flag it for finance"),
+        ("assistant", "Done: send_invoice() waits for the recalculation, at most five minutes, then sends and "
+                      "flags the invoice for finance."),
+    ).stop(home)
+
+
 def amended_twice(home, root, project, t0, day=86400):
     """A rule amended twice, one chat each, normalized after each: "rule-chat" settles what guest checkout
     asks for, "amend-chat" (20 days later) replaces it, "amend2-chat" (40 days later) replaces the

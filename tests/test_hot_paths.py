@@ -26,7 +26,8 @@ SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.br
 # (store.search: the engine of records and passages, which loads tantivy, a Rust extension: ~4 ms.  The
 # block itself is built (model.freshness, model.decay) only when a record it may show reaches the lines: not here)
 PROMPT = SESSION_START - {"cortex.clients.spec", "cortex.model.freshness", "cortex.model.decay"} | {
-    "cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder", "cortex.store.search"}
+    "cortex.brief.prompt", "cortex.store.terms", "cortex.model.hitorder", "cortex.store.search",
+    "cortex.model.question"}
 
 CWD = "/path/to/Demo"  # the cwd the 1.0.x fixtures recorded
 

@@ -39,10 +39,18 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
     from cortex.store.index import connect, iso_to_epoch, record_hits
     from cortex.brief.session_start import COLUMNS, _rows, build
     from cortex.store.terms import query_terms, tokenize
+    from cortex.model import question
     pcfg = dict(config_mod.DEFAULTS["prompt"], **(cfg.get("prompt") or {}))
     terms = query_terms(prompt or "")
     if len(set(terms) - set(query_terms(CHAT_WORDS))) < pcfg["min_terms"] or not os.path.exists(home.index_db):
         return []
+    # "what did we decide about X?" is no small talk, though X may be two words: X is searched for, a passage
+    # needs all of them (up to min_terms), and a decision record comes first
+    decided = question.asks_what_was_decided(prompt)
+    need = pcfg["min_terms"]
+    if decided:
+        terms = question.subject_terms(terms, query_terms(question.FRAME_WORDS))
+        need = min(need, len(terms))
     now = time.time() if now is None else now
     project = scope.project_for(cwd)
     domain = scope.domain_for(project, cfg)
@@ -78,7 +86,8 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         if rec["type"] == "plan" and not rank.plan_is_open(rec):
             continue
         rec.update(kind="record", tier=0, bm25=s, relevance=s / top,
-                   parts={"recency": recency(rec.get("updated")), "pinned": bool(rec.get("pinned"))})
+                   parts={"recency": recency(rec.get("updated")), "pinned": bool(rec.get("pinned"))},
+                   bonus=question.decided_bonus(rec["type"]) if decided else 0.0)
         records.append(rec)
     ptop = max([s for s, _ in found] or [0.0])
     for s, row in found:
@@ -98,7 +107,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         """A passage is printed only if its turns hold min_terms of the prompt's terms and fit the budget."""
         if "_ok" not in p:
             turns = _load(home, p, files)
-            p["_ok"] = bool(turns) and len(set(terms) & terms_of(p)) >= pcfg["min_terms"]
+            p["_ok"] = bool(turns) and len(set(terms) & terms_of(p)) >= need
             if p["_ok"]:
                 p["tokens"] = _passage_cost(p)
                 p["_ok"] = p["tokens"] <= pcfg["max_tokens"]

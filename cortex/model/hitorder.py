@@ -43,11 +43,12 @@ def merged_score(rec: dict, conversation: float = None, weights: dict = WEIGHTS)
     record comes from matches (`conversation`, the relevance of its session's best passage, 0 when none
     holds the query's words; a record of no session counts its own relevance twice).  Then what both
     kinds have: recency (and a person's pin).  Activation and confidence need a use history and an
-    extraction that passages do not have; they order records among themselves (`--kind record`)."""
+    extraction that passages do not have; they order records among themselves (`--kind record`).  A
+    record's `bonus` (model.question: a decision when the query asks what was decided) is added."""
     own = rec["relevance"]
     conversation = own if conversation is None else conversation
     return (RECORD_OWN * own + (1 - RECORD_OWN) * conversation + weights["recency"] * rec["parts"]["recency"]
-            + (weights["pinned"] if rec["parts"]["pinned"] else 0.0))
+            + (weights["pinned"] if rec["parts"]["pinned"] else 0.0) + rec.get("bonus", 0.0))
 
 
 def merge_ranking(records: list, passages: list, terms_of, weights: dict = WEIGHTS) -> list:

@@ -44,6 +44,7 @@ import time
 from cortex.ops import manage
 from cortex.core.errors import CortexError
 from cortex.store.episodes import episode_file
+from cortex.model import question
 from cortex.model.hitorder import add_session_support, merge_ranking
 
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
@@ -403,7 +404,8 @@ def _after_superseding(home, ranked: list, k: int) -> list:
     the first k superseded moved right after that record: the current rule ranks above the passages (and the
     other records) of the exchanges that settled the rules it replaced.  A chain counts whole: when C
     amended B, which had amended A, the hits of A's chat move too, and those of B's chat come before A's (the
-    later version of the rule first; hits of one chat keep their order).  (A record that will not be shown
+    later version of the rule first; hits of one chat keep their order), also among the chain's hits that
+    rank below the record already (they swap places with each other, no other hit moves).  (A record that will not be shown
     moves nothing: the old exchange is then better than no answer.)  The links are in the record files
     (`supersedes`), the sessions of the replaced records in the index."""
     replaced = {}  # record hit id -> ids it supersedes (hits behind the first k never move up into them)
@@ -440,7 +442,23 @@ def _after_superseding(home, ranked: list, k: int) -> list:
         for n, (_, i) in enumerate(sorted(movers)):  # right behind it: the later rule's chat first
             out[i] = ((key[0], key[1] + 1e-9 * (n + 1), out[i][1]["id"]), out[i][1])
         out.sort(key=lambda x: x[0])
+        # below it too, the chain's hits take their places later rule first (the places stay theirs): a
+        # decision question lifts the old chat's rejected records over the amendment's talk otherwise
+        at = next(i for i, (_, x) in enumerate(out) if x is h)
+        slots = [i for i in range(at + 1, len(out)) if _chain_depth(out[i][1], depth_of, mine)]
+        order = sorted(slots, key=lambda i: (_chain_depth(out[i][1], depth_of, mine), i))
+        hits_in_order = [out[i][1] for i in order]
+        for i, h2 in zip(slots, hits_in_order):
+            out[i] = (out[i][0], h2)
     return out
+
+
+def _chain_depth(hit: dict, depth_of: dict, mine: set) -> int:
+    """The least chain depth of the sessions a hit comes only from (0: not only from the chain's chats)."""
+    theirs = {hit["session"]} if hit.get("kind") == "episode" else set(hit.get("sessions") or ())
+    if not theirs or not theirs <= set(depth_of):
+        return 0
+    return min(depth_of[s] for s in theirs)
 
 
 def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: str = None,
@@ -468,6 +486,9 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     if not terms:
         raise CortexError("the query %r has no searchable words (only stopwords or punctuation)" % (query or ""),
                           "use more specific words")
+    decided = question.asks_what_was_decided(query)
+    if decided:  # "what did we decide about X?": X is searched for, the decision records come first
+        terms = question.subject_terms(terms, query_terms(question.FRAME_WORDS))
     project, domain, cfg = manage.resolve_project(home, cwd, cfg)
     scope_ids = manage.where(project["id"], domain, scope)
     out = {"query": query, "terms": terms, "project": project["id"], "domain": domain,
@@ -532,6 +553,9 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     for (tier, _, rid), s, p in best:
         rec = rows[rid]
         rec.update(bm25=scores[rid], parts=p, tier=tier, **s)
+        if decided:
+            rec["bonus"] = question.decided_bonus(rec["type"])
+            rec["score"] += rec["bonus"]
         hits.append(rec)
     top = max([b for b, _ in found] or [0.0])
     passages = []

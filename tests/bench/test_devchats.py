@@ -164,8 +164,10 @@ def test_the_evaluation_runs_end_to_end_beside_rank_bm25(tmp_path):
     out = tmp_path / "fig.json"
     env = clean_env(None)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    kept = tmp_path / "kept"
     p = subprocess.run([sys.executable, "-m", "cortex.bench.devchats", "--seed", "2", "--chats", "60", "--json",
-                        str(out)], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=600)
+                        str(out), "--keep", str(kept)], capture_output=True, text=True, env=env, cwd=str(REPO),
+                       timeout=600)
     assert p.returncode == 0, p.stderr[-2000:]
     fig = json.loads(out.read_text())["figures"]
     bug = fig["recall@5 bug"]
@@ -182,3 +184,31 @@ def test_the_evaluation_runs_end_to_end_beside_rank_bm25(tmp_path):
     second = fig["second amendment ranks above both earlier rules' chats"]
     assert second["cortex"][1] == second["bm25"][1] == fig["recall@5 amend2-decide"]["cortex"][1]
 
+
+    # "what did we decide about X?" asked many ways on the kept corpus (cortex.bench.devchats.questions)
+    from cortex.bench.devchats import questions
+    res = questions.evaluate(str(kept))
+    rules = len(json.loads((kept / "corpus" / "labels.json").read_text())["rules"])
+    for name, templates in (("generator", questions.GENERATOR), ("apart", questions.APART)):
+        t = res["totals"][name]
+        assert t["questions"] == rules * len(templates)
+        assert 0 < t["decision first"] <= t["decision in 3"] <= t["questions"]
+        assert t["bm25 chat first"] <= t["bm25 chat in 5"] <= t["questions"]
+
+
+def test_each_rules_chain_runs_from_its_chat_through_its_amendments(tmp_path):
+    from cortex.bench.devchats import questions
+    labels = json.loads((_corpus(tmp_path, 7, "q") / "labels.json").read_text())
+    got = questions.chains(labels)
+    amended = {a["supersedes"]: a for a in labels["amendments"]}
+    twice = {a["supersedes"]: a["session_id"] for a in labels["second_amendments"]}
+    assert len(got) == len(labels["rules"])
+    for key, (rule, chain) in got.items():
+        assert chain[0] == rule["session_id"]
+        first = amended.get(rule["session_id"])
+        assert chain[1:] == ([first["session_id"]] + ([twice[first["session_id"]]] if first["session_id"] in twice
+                                                      else []) if first else [])
+    rule = labels["rules"][0]
+    q = questions.phrase("{prose}: what was the decision?", rule)
+    assert q[0].isupper() and not q.lower().startswith("the ")
+    assert "`%s`" % rule["subject"] in questions.phrase("what did we land on for {code}?", rule)

@@ -88,10 +88,16 @@ def test_the_chats_of_a_chain_move_behind_the_current_rule_the_later_rule_first(
     ranked = [passage("a1", rule), passage("b1", amend), passage("other", "elsewhere"), passage("a2", rule),
               current, passage("b2", amend), passage("c1", amend2)]
     out = _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k=5)
-    assert [h["id"] for _, h in out] == ["other", rid, "b1", "a1", "a2", "b2", "c1"]
+    # b2 ranked below the record already: it takes a1's place (the chain's places keep theirs, the later
+    # rule's chat first), c1 (the current rule's own chat) stays where it was
+    assert [h["id"] for _, h in out] == ["other", rid, "b1", "b2", "a1", "a2", "c1"]
     # a record that will not be shown moves nothing
     out = _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k=4)
     assert [h["id"] for _, h in out] == [h["id"] for h in ranked]
+    # below the record, the older chat's hits give their places to the later chat's; others stay put
+    below = [current, passage("a3", rule), passage("x", "elsewhere"), passage("b3", amend), passage("a4", rule)]
+    out = _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(below)], k=3)
+    assert [h["id"] for _, h in out] == [rid, "b3", "x", "a3", "a4"]
 
 
 def test_recall_all_labels_each_retired_rule_with_what_replaced_it_and_the_current_rule(chain, capsys):

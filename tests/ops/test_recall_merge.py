@@ -91,14 +91,7 @@ def env(tmp_path, monkeypatch):
 
 def _sessions(home, root, project):
     t = time.time() - 20 * 86400
-    # the rule: settled in conversation, never naming what a later bug report says
-    testkit.Chat(root, project, "rule-s", t).turns(
-        ("user", "The invoice mailer sends the PDF before the totals are recalculated after a credit note."),
-        ("assistant", "I'd suggest we make `send_invoice()` wait for the recalculation job to finish."),
-        ("user", "yes, but cap the wait at five minutes, then send anyway and flag it for finance"),
-        ("assistant", "Done: send_invoice() waits for the recalculation, at most five minutes, then sends and "
-                      "flags the invoice for finance."),
-    ).stop(home)
+    testkit.invoice_rule_chat(home, root, project, t)  # the rule, never naming what a later bug report says
     # many unrelated chats about the same code
     for i in range(12):
         testkit.Chat(root, project, "other-%02d" % i, t + 3600 * (i + 1)).turns(
