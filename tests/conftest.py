@@ -369,12 +369,16 @@ class Chat:
         return self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
                                         "content": [{"type": "text", "text": text}]})
 
-    def tool(self, name, **inp):
+    def tool(self, name, _result="ok", _error=False, **inp):
+        """A tool call and its result (`_result`, an error when `_error`, as Claude Code writes a failed
+        Bash command: is_error and "Exit code N" first)."""
         tid = "toolu_%s_%d" % (self.sid, self.n)
         self._line("assistant", {"id": "msg_%s_%d" % (self.sid, self.n), "role": "assistant",
                                  "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
-        return self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid,
-                                                                "content": "ok"}]})
+        result = {"type": "tool_result", "tool_use_id": tid, "content": _result}
+        if _error:
+            result["is_error"] = True
+        return self._line("user", {"role": "user", "content": [result]})
 
     def turns(self, *pairs):
         for role, text in pairs:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from cortex.curate.subjects import mentions_any, technical, unmark
+from cortex.ingest import workarounds as W
 from cortex.ingest.adapters import base as B
 from cortex.store.records import canonical_type
 
@@ -618,6 +619,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
           "turn": 0, "touched": [], "proposal_turn": None, "dfiles": {}}
     st.update(state or {})
     edited, failures = list(st["edited"]), dict(st["failures"])
+    failed_calls = [dict(f) for f in st.get("failed_calls") or ()]  # for command workarounds (workarounds.py)
     # the files the conversation's exchanges read or changed, by user turn: a decision keeps those of its own
     turn, proposal_turn = int(st.get("turn") or 0), st.get("proposal_turn")
     touched = [list(t) for t in st.get("touched") or []]
@@ -737,6 +739,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                     for f in failures.values():
                         if rel not in f["since"]:
                             f["since"] = (f["since"] + [rel])[-10:]
+                    for f in failed_calls:
+                        f["edited"] = True
         elif e.kind == B.TOOL_RESULT and e.action == B.SHELL:
             call = calls.get(e.call_id)
             cmd = ((call.text if call else "") or open_shell.get(e.call_id) or e.args and str(e.args.get("command", ""))
@@ -744,6 +748,16 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             open_shell.pop(e.call_id, None)
             key = _command_key(cmd)
             failed = e.is_error or (e.exit_code not in (None, 0))
+            if not e.sidechain and cmd:
+                if failed:
+                    failed_calls = (failed_calls + W.failed_calls(cmd, e.text, e.ref, at, FIXABLE_RE.search))[
+                        -W.MAX_FAILED:]
+                elif failed_calls:
+                    for f, command in W.worked(cmd, failed_calls, FIXABLE_RE.search):
+                        failed_calls.remove(f)
+                        out.append(Candidate("gotcha", W.text_of(f, command), 0.6, "structural", f["ref"], f["at"],
+                                             key="workaround:%s %s:%s" % (f["program"], f["sub"], f["err"][:60]),
+                                             salience=0.5))
             if failed and key:
                 failures[key] = {"ref": e.ref, "err": _first_line(e.text), "cmd": clean_sentence(cmd, 120), "at": at,
                                  "since": []}
@@ -786,6 +800,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                              activity_at or last_at, files=edited[-20:],
                              key="progress:%s" % ctx.session, replace=True, salience=0.5,
                              since=first_activity_at))
+    st.pop("failed_calls", None)
     st.update(edited=edited, failures=dict(list(failures.items())[-20:]), last_at=last_at, activity_at=activity_at,
               first_activity_at=first_activity_at, plan_since=plan_since,
               open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate,
@@ -805,6 +820,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         st["plan"] = dict(st["plan"], items=[dict(i, text=redact.clean(i["text"])[0]) for i in st["plan"]["items"]])
     st["decisions"] = _redact_tree(st["decisions"], redact)
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
+    if failed_calls:  # only when there are some: other sessions' cursors stay as they were
+        st["failed_calls"] = [dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"])[0],
+                                   args=[redact.clean(a)[0] for a in f["args"]]) for f in failed_calls]
     st["failures"] = {redact.clean(k)[0]: dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"] or "")[0])
                       for k, f in st["failures"].items()}
     return [c for c in out if c.type in ("plan", "progress") or has_content(c.text)], st

@@ -51,6 +51,8 @@ EXPECT = {
         ("fix", r"^`mix test test/spotter/transcripts/jobs/sync_transcripts_test\.exs"),
         ("fix", r'^Compiler "unused alias" for aliases in rescue blocks'),
         ("plan", r"spotter-a0y\.4"),
+        # `git add` of a gitignored but tracked file failed; `git add -f` of it worked (ingest/workarounds.py)
+        ("gotcha", r"ignored by one of your \.gitignore files.*`git add -f priv/static/assets/spotter\.css` worked"),
         ("todo", r"^Next step \(at compaction\): Continue completing spotter-a0y\.4"),
         # "continue until all are done" asks for nothing new: the request is the one before it
         ("progress", r'asked "Work on bead spotter-a0y.*ended with "All 4 subtasks done"')],
