@@ -444,7 +444,6 @@ def summarize(per_question: list) -> dict:
 def evaluate(data: list, variants=None, conversations: int = None, log=None, workdir: str = None) -> dict:
     """Run every variant on every question with evidence.  Returns {variant: summary} plus '_info'."""
     import shutil
-    import tempfile
     from datetime import datetime, timezone
     variants = list(variants or DEFAULT_VARIANTS)
     for name in list(variants):
@@ -453,12 +452,11 @@ def evaluate(data: list, variants=None, conversations: int = None, log=None, wor
                 if dep not in variants:
                     variants.insert(variants.index(name), dep)
     convs = data[:conversations] if conversations else data
-    base = workdir or tempfile.mkdtemp(prefix="cortex-locomo-")
     per = {v: [] for v in variants}
     n_turns = n_q = 0
     t0 = time.perf_counter()
-    old_home = os.environ.get("CORTEX_HOME")
-    try:
+    from cortex.bench.scratch import workdir as scratch
+    with scratch(workdir, "cortex-locomo-") as base:
         for ci, conv in enumerate(convs):
             turns = turns_of(conv)
             qs = questions_of(conv, turns)
@@ -506,13 +504,6 @@ def evaluate(data: list, variants=None, conversations: int = None, log=None, wor
             for what in list(homes):
                 if not what.startswith("rank-bm25:"):
                     shutil.rmtree(homes[what]["home"].root, ignore_errors=True)
-    finally:
-        if old_home is None:
-            os.environ.pop("CORTEX_HOME", None)
-        else:
-            os.environ["CORTEX_HOME"] = old_home
-        if not workdir:
-            shutil.rmtree(base, ignore_errors=True)
     out = {v: summarize(per[v]) for v in variants}
     out["_info"] = {"conversations": len(convs), "turns": n_turns, "questions": n_q,
                     "seconds": round(time.perf_counter() - t0, 1)}

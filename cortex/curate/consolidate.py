@@ -17,6 +17,8 @@ from cortex.store.index import connect, iso_to_epoch
 
 PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
 PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
+CHANGE_MIN_SCORE = 0.4  # a confirmed change replaces an earlier rule this close (`_amend_score`: 0.3 of it when
+                        # both set numbers, the rest wording apart from the name)
 AMEND_PROBE = 32       # earlier rules an amendment compares, at most, among those naming its subject otherwise
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
 # One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
@@ -265,7 +267,7 @@ class Consolidator:
                 con.close()
         return sorted(found - {exclude})
 
-    def supersede(self, rec: dict) -> list:
+    def supersede(self, rec: dict, changed: bool = False) -> list:
         """Earlier active decisions this one replaces become superseded (linked both ways):
         - a switch away from X ("switched [the public API] from X to Y", "replaced X with Y", "no longer
           use X", "Y instead of X") retires the earlier decisions that mention X (and, when the switch
@@ -278,16 +280,42 @@ class Consolidator:
           words (`reserve_stock()` ~ "stock reservation") or a file both were settled over or name; such a
           rule must be close enough in wording (`memory.amend_min_similarity`), and one that names another
           function must be worded alike (`memory.link_threshold`).
-        Only decisions of the same scope are looked at."""
+        Only decisions of the same scope are looked at.  A confirmed change (`changed`) retires what
+        `changed_targets` finds."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
-        retired = self._switch_targets(rec) + self._subject_targets(rec)
+        retired = self._switch_targets(rec) + (self.changed_targets(rec) if changed else self._subject_targets(rec))
         retired = sorted(set(retired))
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         if retired:
             self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
         return retired
+
+    def changed_targets(self, rec: dict) -> list:
+        """The earlier rule a confirmed change replaces (decisions.py, kind "changed"), or []: an active decision
+        of the scope on a code name the change names (not a file), which sets other values than the change
+        (numbers, always/never/only/...), the change setting some, and is the closest in wording apart from
+        the name (`_amend_score` at least CHANGE_MIN_SCORE).  "`reserve_stock()` now holds units for 30
+        minutes" replaces "`reserve_stock()` holds units for 15 minutes, then releases them"; "`reserve_stock()`
+        now has type hints" replaces nothing, and is then not kept."""
+        from cortex.curate.subjects import is_path, subject_terms, subjects
+        idents = [i for i in subjects(rec["text"]) if not is_path(i)]
+        mine = values(rec["text"])
+        if not idents or not mine:
+            return []
+        subject_t = frozenset(t for ident in idents for t in terms(ident))
+        scored = {}
+        for ident in idents[:3]:
+            for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id")):
+                other = self._earlier(rid, rec)
+                if other is None or rid in scored:
+                    continue
+                theirs = values(other["text"])
+                if theirs and theirs != mine:
+                    scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
+        best = max(scored.values()) if scored else 0.0
+        return sorted(rid for rid, sc in scored.items() if sc == best) if best >= CHANGE_MIN_SCORE else []
 
     def _earlier(self, rid, rec):
         other = self.store.get(rid)

@@ -22,6 +22,7 @@ import re
 from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any, subjects, unmark
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
+CHANGED = 0.85  # a change the user asked for and the assistant confirmed, kept when it replaces a rule
 EXCHANGE_KEEP = 12  # names of the exchange kept in the state
 
 _ = r"[\s,.!:;—–-]*"
@@ -175,6 +176,52 @@ REPLACES_EARLIER_RE = re.compile(
 FROM_NOW_RE = re.compile(r"\s*(?:from\s+now\s+on|going\s+forward|from\s+here\s+on|henceforth)\s*[:—–]\s*"
                          r"(?P<body>.+)", re.I)
 REPLACED_MARK = " (this replaces the earlier rule)."
+
+# -- a change the user asks for, confirmed by the assistant ------------------------------------------------
+# "Quick tweak to `reserve_stock()`: 30 minutes." ... (edits, tests) ... "Done: `reserve_stock()` now holds
+# units for 30 minutes before releasing them."  A user's turn that names code and asks nothing, then the
+# assistant's statement of how that code behaves now: a candidate for the rule in force on it.  Most such
+# exchanges change something else about the code (a docstring, a log line, type hints), so the candidate is
+# kept only when it replaces an earlier rule on that code that it contradicts (curate/consolidate.py
+# `changed_targets`: worded alike apart from the name, setting other values); kind "changed".
+CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|implemented|got\s+it|noted|alright|"
+                             r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
+NOW_STATES_RE = re.compile(r"\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
+                           r"decreased|reduced|extended|shortened)\b.{0,120}\bto\b", re.I)
+CHANGE_TURNS = 4  # assistant entries (text between tool calls) a change request waits for its confirmation
+# the assistant reports the change made without restating it ("Done. The tests pass."): the user's request,
+# in the user's words, is then the candidate
+CHANGE_DONE_RE = re.compile(r"^\W*(?:done|all\s+set|updated|changed|implemented|switched|bumped|made\s+the\s+change|"
+                            r"that'?s\s+(?:done|in)|it'?s\s+(?:done|in))\b", re.I)
+
+
+def change_request(text: str):
+    """{names, text} of a user's turn that asks for something about named code (no question, no
+    hypothesis, nothing put off), or None: the names, and the request's first two sentences."""
+    prose = _prose(text).strip()
+    if not prose or "?" in prose or QUESTION_START_RE.match(prose) or HYPOTHETICAL_RE.match(prose):
+        return None
+    if UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose):
+        return None
+    names = [n for n in _names(text) if not incidental(n, True)]
+    if not names:
+        return None
+    said = [_tidy(x) for x in _sentences(prose)][:2]
+    return {"names": names, "text": " ".join(x.rstrip(".") + "." for x in said if x)}
+
+
+def change_confirmed(prose: str, names: list):
+    """The sentence of an assistant turn that states how one of `names` behaves now, or None: it says "now"
+    (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()` runs at 04:00")."""
+    done = bool(CONFIRM_LEAD_RE.match(prose.lstrip()))
+    for s in list(_sentences(prose))[:6]:
+        s = CONFIRM_LEAD_RE.sub("", _tidy(s)).strip()
+        if (not s or s.endswith("?") or len(s.split()) < 4 or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
+                or not (done or NOW_STATES_RE.search(s))):
+            continue
+        if set(subjects(s)) & set(names):
+            return cap_first(s.rstrip(".") + ".")
+    return None
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
@@ -669,6 +716,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
             if last:
                 st["accepted"] = {"key": key, "text": t}
                 st["settled"] = {"key": key, "text": t, "conf": conf, "age": 0}
+        change = None if any(f[0] == "decision" for f in found) else change_request(text)
+        st["change"] = dict(change, turns=0) if change else None
         ch = CHALLENGE_RE.match(_tidy(_prose(text)))
         if st.get("proposal") and not found and ch:
             # "why not just X?" about the pending proposal: still pending, X is the alternative
@@ -697,6 +746,17 @@ def step(kind: str, text: str, st: dict, key_base: str):
             else:
                 t = _subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ
                 out.append(("decision", t, SUMMED, "summed", None))
+            st["change"] = None
+        change = st.get("change")
+        if change:
+            done = change_confirmed(prose, change["names"])
+            if not done and CHANGE_DONE_RE.match(prose) and len(change["text"].split()) >= 4:
+                done = cap_first(change["text"])
+            change["turns"] += 1
+            if done:
+                out.append(("decision", done, CHANGED, "changed", None))
+            if done or change["turns"] >= CHANGE_TURNS:
+                st["change"] = None
         st["accepted"] = None
         tidied = [_tidy(x) for x in _sentences(prose)]
         prop = _proposal(prose, tidied)

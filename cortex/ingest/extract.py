@@ -105,6 +105,7 @@ class Candidate:
     replace: bool = False
     salience: float = 0.5
     since: str = ""               # a record that sums up a session's state: when that state began
+    if_replacing: bool = False    # kept only when it replaces an earlier rule (a confirmed change: decisions.py)
 
 
     def to_store(self, ctx: Context) -> dict:
@@ -584,7 +585,7 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict)
         if kind in UNASKED_KINDS and not technical(text):
             continue  # a rule the user states out of the blue must be about the work: "Always happy to help"
         out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
-                             salience=0.8))
+                             salience=0.8, if_replacing=kind == "changed"))
     return out, dstate
 
 

@@ -587,6 +587,9 @@ class Run:
                 named = [p for p in named_paths(c.text, ctx.cwd, known) if p not in (cand.get("file_state") or {})]
                 if named:
                     cand["file_state"] = dict(cand.get("file_state") or {}, **{p: {"named": 1} for p in named})
+            if c.if_replacing and not self.cons.changed_targets(
+                    dict(cand, created=cand["provenance"]["at"], status="active")):
+                continue  # a change to something no rule in memory says: the progress note and episode have it
             into, related = self.cons.place(cand)
             if related:
                 cand["related"] = related
@@ -599,7 +602,7 @@ class Run:
             self.cons.written(rec)
             if related:
                 self.cons.link_back(rec)
-            if self.cons.supersede(rec):
+            if self.cons.supersede(rec, changed=c.if_replacing):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
             if rec["type"] == "plan":
                 from cortex.curate import plans

@@ -127,9 +127,8 @@ def main(argv=None) -> int:
         return 2
     res = evaluate(args.root)
     print(format_totals(res["totals"]))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
+    from cortex.bench.scratch import dump_json
+    dump_json(args.json, res)
     return 0
 
 

@@ -1,0 +1,100 @@
+"""A change the user asks for and the assistant confirms retires the rule it contradicts (decisions.py
+"changed", consolidate.changed_targets); a change to something else about the same code retires nothing and
+adds no decision."""
+import os
+import time
+
+import pytest
+
+import cortex_testkit as testkit
+from cortex.ingest import decisions as D
+from cortex.store.records import iter_paths, read
+
+T0 = time.time() - 40 * 86400
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    return testkit.project_env(tmp_path, monkeypatch)
+
+
+def _rule(home, root, project):
+    c = testkit.Chat(root, project, "rule", T0)
+    c.user("Carts keep grabbing the last unit and then abandon it. What should `reserve_stock()` do?")
+    c.tool("Read", file_path=os.path.join(project, "shop/stock.py"))
+    c.say("I'd suggest `reserve_stock()` holds units for 15 minutes, then releases them back to stock.")
+    c.user("yes, go with that")
+    c.stop(home, run=True)
+
+
+def _later(home, root, project, ask, confirm, sid="later"):
+    c = testkit.Chat(root, project, sid, T0 + 20 * 86400)
+    c.user(ask)
+    c.say("Let me look at the current implementation.")
+    c.tool("Read", file_path=os.path.join(project, "shop/stock.py"))
+    c.tool("Edit", file_path=os.path.join(project, "shop/stock.py"), old_string="a", new_string="b")
+    c.tool("Bash", _result="12 passed", command="pytest -q")
+    c.say(confirm)
+    c.user("thanks")
+    c.stop(home, run=True)
+
+
+def _decisions(home):
+    recs = [read(p) for p in iter_paths(home.records)]
+    return {(r["provenance"][0]["session"], r["status"]): r["text"] for r in recs if r["type"] == "decision"}
+
+
+@pytest.mark.parametrize("ask, confirm", [
+    ("Bank transfers take longer than that. `reserve_stock()` should keep them for 30 minutes.",
+     "Done: `reserve_stock()` now holds units for 30 minutes before releasing them."),
+    ("Ops wants `reserve_stock()` at 45 minutes for the holiday season.",
+     "All set: `reserve_stock()` holds units for 45 minutes, then releases them."),
+    ("`reserve_stock()`: 10 minutes is plenty, shorten it.", "Done. The tests pass."),
+])
+def test_a_confirmed_change_retires_the_rule_it_contradicts(env, ask, confirm):
+    home, project, root = env
+    _rule(home, root, project)
+    _later(home, root, project, ask, confirm)
+    got = _decisions(home)
+    assert ("rule", "superseded") in got and ("rule", "active") not in got, got
+    assert ("later", "active") in got, got
+
+
+@pytest.mark.parametrize("ask, confirm", [
+    ("Update the docstring of `reserve_stock()` to Google style instead of reST.",
+     "Done: `reserve_stock()` now has a Google-style docstring."),
+    ("Fix the crash in `reserve_stock()` when the quantity is 0.",
+     "Fixed: `reserve_stock()` now returns early when the quantity is 0."),
+    ("Add type hints to `reserve_stock()`.", "Done. The tests pass."),
+    ("Set the cache TTL of `load_catalog()` to 60 seconds.", "Done: `load_catalog()` now caches for 60 seconds."),
+])
+def test_a_change_to_something_else_leaves_the_rule_and_adds_no_decision(env, ask, confirm):
+    home, project, root = env
+    _rule(home, root, project)
+    _later(home, root, project, ask, confirm)
+    got = _decisions(home)
+    assert ("rule", "active") in got, got
+    assert not [k for k in got if k[0] == "later"], got  # no rule in memory said it: the episode keeps it
+
+
+def test_the_change_waits_for_the_confirmation_and_a_question_asks_for_none():
+    st = D.initial_state()
+    out, st = D.step("user", "Ops wants `reserve_stock()` at 45 minutes.", st, "s:1")
+    assert out == [] and st["change"]["names"] == ["reserve_stock()"]
+    out, st = D.step("assistant", "Let me look at the current implementation.", st, "s:2")
+    assert out == [] and st["change"]
+    out, st = D.step("assistant", "Done: `reserve_stock()` now holds units for 45 minutes.", st, "s:3")
+    assert [(o[0], o[1], o[3]) for o in out] == [("decision", "`reserve_stock()` now holds units for 45 minutes.",
+                                                  "changed")]
+    assert st["change"] is None
+    _, st = D.step("user", "Should `reserve_stock()` hold for 45 minutes?", st, "s:4")
+    assert st["change"] is None
+
+
+def test_the_amendments_benchmark_runs_a_case(tmp_path, monkeypatch):
+    from cortex.bench import amendments as A
+    monkeypatch.setenv("CORTEX_HOME", str(tmp_path / "unused"))
+    res = A.evaluate({"one": (A.FRESH[:1], A.CONFIRMS[:1]), "side": (A.SIDE[:1], A.SIDE_CONFIRMS[:1])},
+                     rules=A.RULES[:1], workdir=str(tmp_path))
+    assert res["one"][0]["rule_retired"] and res["one"][0]["later_in_force"]
+    assert not res["side"][0]["rule_retired"]
