@@ -57,7 +57,7 @@ UNDECIDED_RE = re.compile(r"\b(?:open\s+question|not\s+sure|no\s+need\s+to\s+dec
                           r"get\s+back\s+to\s+you|no\s+change|leave\s+it|leaving\s+it|park(?:ed)?\s+(?:it|that|this)|"
                           r"don'?t\s+want\s+to\s+decide|(?:not|don'?t)\s+pick\s+(?:one|any)|keep\s+an\s+eye)\b", re.I)
 # what the user says before agreeing: conceding a point, or nothing but a filler word
-CONCEDE_RE = re.compile(r"^(?:(?:right|fair(?:\s+enough)?|true|ok(?:ay)?|yeah|yes|good\s+point|makes\s+sense|fine|"
+CONCEDE_RE = re.compile(r"^(?:(?:right|fair(?:\s+enough)?|true|ok(?:ay)?|yeah|yes|good\s+point|makes\s+sense|fine|agreed|"
                         r"not\s+that(?:\s+one)?(?:\s+then)?|skip\s+(?:it|that)|point\s+taken|you'?re\s+right|"
                         r"convinced)[\s,.!;:—–-]*)+$", re.I)
 # the user picks the assistant's main proposal over the alternative it also mentioned
@@ -501,6 +501,12 @@ def user_turn(text: str, st: dict):
             if FIRST_IDEA_RE.search(prose) and not AGREE_RE.match(prose):
                 prose = "go with that. " + prose[FIRST_IDEA_RE.search(prose).end():].lstrip(" ,.;")
             break
+        if (not lead and alt and alt.get("by") == "user" and alt.get("reason") and AGREE_RE.match(prose)
+                and not DECLINE_RE.match(prose)):
+            # "why not just X?" -- the assistant says why not -- "Right, agreed, go with that": the user takes the
+            # reason, so X is turned down with it, and the proposal is agreed
+            lead.append(("rejected", _rejection(alt["text"], alt["reason"], prop, st), USER_REJECTED - 0.05,
+                         "rejected"))
     first_line = prose.split("\n")[0]
     choose = CHOOSE_RE.match(first_line)
     agree = AGREE_RE.match(prose)

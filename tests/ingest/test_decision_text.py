@@ -240,3 +240,26 @@ def test_a_state_saved_before_the_exchange_existed_still_steps():
     out, st = D.step("user", "ok, do it", st, "k1")
     assert [r[1] for r in out] == ["Make the invoice run idempotent per calendar month."]
     assert "recent" not in st and "topic" not in st
+
+
+_ASKED_WHY_NOT = [("user", "Support agents search by partial phone number and it takes 20 seconds. What would you do?"),
+                  ("assistant", "One clean option: search only the last 120 days by default and require at least "
+                                "6 characters for partial matches."),
+                  ("user", "Why not just put a trigram index on everything?"),
+                  ("assistant", "I considered it; the problem is that the index would be bigger than the table and "
+                                "slow every insert. So I'd stick with my suggestion.")]
+
+
+@pytest.mark.parametrize("reply", ["Right, agreed. Yes, let's do that.", "Right, agreed. 👍 go ahead",
+                                   "agreed, go with that", "Fair, not that then. Agreed.", "ok"])
+def test_agreeing_after_the_assistant_says_why_not_turns_the_users_alternative_down(reply):
+    out = _run(_ASKED_WHY_NOT + [("user", reply)])
+    assert _decisions(out, "rejected") == ["Not put a trigram index on everything: the index would be bigger than "
+                                           "the table and slow every insert."], out
+    assert _decisions(out)[0].startswith("Search only the last 120 days"), out
+
+
+@pytest.mark.parametrize("reply", ["Hmm, no. Let me think about it.", "No, I still prefer the index.",
+                                   "Not sure yet, let me ask Dana."])
+def test_not_agreeing_turns_nothing_down(reply):
+    assert _decisions(_run(_ASKED_WHY_NOT + [("user", reply)]), "rejected") == []
