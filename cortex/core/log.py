@@ -1,25 +1,15 @@
-"""The structured log: JSON lines in <home>/logs/cortex.log.
-
-Each call writes one line, {the bound fields..., the call's fields..., "event", "level", "timestamp"} (and
-"exception", the traceback, for `exception` or exc_info): what structlog wrote, configured as Cortex had it
-(add_log_level, TimeStamper(fmt="iso", utc=True), format_exc_info, JSONRenderer() into a WriteLogger),
-without importing it: structlog's import (asyncio, typing, inspect among others) was 50 ms of CPU of every
-normalizer run, a tenth of a run's fixed cost.  tests/core/test_log.py renders the same calls through
-structlog and compares.
+"""The structured log: JSON lines in <home>/logs/cortex.log, through structlog.
 
 Imported lazily by the hot paths (only when there is something to log).
 """
-import datetime
-import json
 import os
 import sys
-import threading
-from collections.abc import Mapping
 
 _configured = {}
 
 
 def get_logger(home, **bound):
+    import structlog
     path = home.log_file
     if _configured.get("path") != path:
         try:
@@ -29,97 +19,23 @@ def get_logger(home, **bound):
         except OSError:
             stream = _Safe(None)  # an unwritable home must not turn logging into a crash
         old = _configured.get("stream")
+        structlog.configure(
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                structlog.processors.format_exc_info,
+                structlog.processors.JSONRenderer(sort_keys=False),
+            ],
+            logger_factory=structlog.WriteLoggerFactory(file=stream),
+            cache_logger_on_first_use=False,
+        )
         _configured.update(path=path, stream=stream)
         if old is not None:
             try:
                 old.close()
             except OSError:
                 pass
-    return Logger(_configured["stream"], dict(pid=os.getpid(), **bound))
-
-
-_LOCK = threading.Lock()  # one line at a time, whole
-
-
-class Logger:
-    """A logger bound to some fields: `info`, `warning`, `error`, `exception`... write one line each."""
-
-    def __init__(self, stream, context: dict):
-        self._stream, self._context = stream, context
-
-    def bind(self, **fields) -> "Logger":
-        return Logger(self._stream, dict(self._context, **fields))
-
-    def _write(self, level: str, event, args, fields: dict) -> None:
-        line = dict(self._context)
-        line.update(**fields)
-        if args:  # "%s" formatting, a single non-empty mapping giving the names
-            event = event % (args[0] if len(args) == 1 and isinstance(args[0], Mapping) and args[0] else args)
-        if event is not None:
-            line["event"] = event
-        line["level"] = level
-        line["timestamp"] = datetime.datetime.now(tz=datetime.timezone.utc).isoformat().replace("+00:00", "Z")
-        exc_info = _exc_info(line.pop("exc_info", None))
-        if exc_info:
-            line["exception"] = _format_exception(exc_info)
-        text = json.dumps(line, default=_fallback, sort_keys=False)
-        with _LOCK:
-            self._stream.write(text + "\n")
-            self._stream.flush()
-
-    def debug(self, event, *args, **fields):
-        self._write("debug", event, args, fields)
-
-    def info(self, event, *args, **fields):
-        self._write("info", event, args, fields)
-
-    def warning(self, event, *args, **fields):
-        self._write("warning", event, args, fields)
-
-    warn = warning
-
-    def error(self, event, *args, **fields):
-        self._write("error", event, args, fields)
-
-    def critical(self, event, *args, **fields):
-        self._write("critical", event, args, fields)
-
-    def exception(self, event, *args, **fields):
-        fields.setdefault("exc_info", True)
-        self._write("error", event, args, fields)
-
-
-def _exc_info(v):
-    """What exc_info=... asks to render: an exception, an exc_info tuple, or (any true value) the exception
-    being handled; None when there is none."""
-    from types import TracebackType
-    if isinstance(v, BaseException):
-        return (v.__class__, v, v.__traceback__)
-    if isinstance(v, tuple) and len(v) == 3:
-        if isinstance(v[0], type) and issubclass(v[0], BaseException) and isinstance(v[1], BaseException) \
-                and (v[2] is None or isinstance(v[2], TracebackType)):
-            return v
-    if v:
-        got = sys.exc_info()
-        return None if got == (None, None, None) else got
-    return None
-
-
-def _format_exception(exc_info) -> str:
-    import io
-    import traceback
-    sio = io.StringIO()
-    traceback.print_exception(exc_info[0], exc_info[1], exc_info[2], None, sio)
-    s = sio.getvalue()
-    return s[:-1] if s[-1:] == "\n" else s
-
-
-def _fallback(obj):
-    """A value JSON has no form for: its __structlog__() if it has one, else its repr."""
-    try:
-        return obj.__structlog__()
-    except AttributeError:
-        return repr(obj)
+    return structlog.get_logger().bind(pid=os.getpid(), **bound)
 
 
 class _Safe:
