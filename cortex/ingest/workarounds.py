@@ -130,6 +130,9 @@ def workaround(s: dict, failed: dict) -> bool:
 def worked(cmd: str, failed: list, fixable) -> list:
     """[(failed call, the command that worked)] for a command line that succeeded; each failed call once."""
     out = []
+    first = (cmd or "").split("\n", 1)[0]
+    if not any(f["program"] in first for f in failed):
+        return out  # no failed program in it: not worth reading its shell syntax
     for words in simple_commands(cmd):
         s = shape(words)
         if not eligible(s, fixable):
