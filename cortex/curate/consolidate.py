@@ -17,6 +17,8 @@ from cortex.store.index import connect, iso_to_epoch
 
 PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
 PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
+REPLACED_VALUE_RE = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from|scratch\s+the|forget\s+what\s+we\s+said\s+"
+                               r"about)\s+[^.,;:]{0,40}", re.I)
 CHANGE_MIN_SCORE = 0.4  # a confirmed change replaces an earlier rule this close (`_amend_score`: 0.3 of it when
                         # both set numbers, the rest wording apart from the name)
 AMEND_PROBE = 32       # earlier rules an amendment compares, at most, among those naming its subject otherwise
@@ -294,14 +296,15 @@ class Consolidator:
 
     def changed_targets(self, rec: dict) -> list:
         """The earlier rule a confirmed change replaces (decisions.py, kind "changed"), or []: an active decision
-        of the scope on a code name the change names (not a file), which sets other values than the change
-        (numbers, always/never/only/...), the change setting some, and is the closest in wording apart from
+        of the scope on a code name the change names (not a file), each of the two setting a value the other
+        does not (numbers, always/never/only/...: one replaced by another), the closest in wording apart from
         the name (`_amend_score` at least CHANGE_MIN_SCORE).  "`reserve_stock()` now holds units for 30
         minutes" replaces "`reserve_stock()` holds units for 15 minutes, then releases them"; "`reserve_stock()`
         now has type hints" replaces nothing, and is then not kept."""
         from cortex.curate.subjects import is_path, subject_terms, subjects
         idents = [i for i in subjects(rec["text"]) if not is_path(i)]
-        mine = values(rec["text"])
+        # what the change sets; a value it says it replaces ("instead of 15 minutes") is the old rule's
+        mine = values(REPLACED_VALUE_RE.sub(" ", rec["text"]))
         if not idents or not mine:
             return []
         subject_t = frozenset(t for ident in idents for t in terms(ident))
@@ -312,7 +315,9 @@ class Consolidator:
                 if other is None or rid in scored:
                     continue
                 theirs = values(other["text"])
-                if theirs and theirs != mine:
+                # a value replaced by another: each sets one the other does not ("30 minutes" for "15
+                # minutes"); "now logs the attempt number (1 to 3)" keeps the rule's 3 and replaces nothing
+                if theirs - mine and mine - theirs:
                     scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
         best = max(scored.values()) if scored else 0.0
         return sorted(rid for rid, sc in scored.items() if sc == best) if best >= CHANGE_MIN_SCORE else []

@@ -183,7 +183,7 @@ REPLACED_MARK = " (this replaces the earlier rule)."
 # assistant's statement of how that code behaves now: a candidate for the rule in force on it.  Most such
 # exchanges change something else about the code (a docstring, a log line, type hints), so the candidate is
 # kept only when it replaces an earlier rule on that code that it contradicts (curate/consolidate.py
-# `changed_targets`: worded alike apart from the name, setting other values); kind "changed".
+# `changed_targets`: a value of it replaced by another, worded alike apart from the name); kind "changed".
 CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|implemented|got\s+it|noted|alright|"
                              r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
 NOW_STATES_RE = re.compile(r"\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"

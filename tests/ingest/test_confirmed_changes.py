@@ -67,6 +67,8 @@ def test_a_confirmed_change_retires_the_rule_it_contradicts(env, ask, confirm):
      "Fixed: `reserve_stock()` now returns early when the quantity is 0."),
     ("Add type hints to `reserve_stock()`.", "Done. The tests pass."),
     ("Set the cache TTL of `load_catalog()` to 60 seconds.", "Done: `load_catalog()` now caches for 60 seconds."),
+    ("Make `reserve_stock()` log how long each hold lasted.",
+     "Done: `reserve_stock()` now logs each hold of up to 15 minutes with its 2 timestamps."),
 ])
 def test_a_change_to_something_else_leaves_the_rule_and_adds_no_decision(env, ask, confirm):
     home, project, root = env
