@@ -222,6 +222,8 @@ def change_confirmed(prose: str, names: list):
         if set(subjects(s)) & set(names):
             return cap_first(s.rstrip(".") + ".")
     return None
+
+
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
