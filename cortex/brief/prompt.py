@@ -46,11 +46,8 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         return []
     # "what did we decide about X?" is no small talk, though X may be two words: X is searched for, a passage
     # needs all of them (up to min_terms), and a decision record comes first
-    decided = question.asks_what_was_decided(prompt)
-    need = pcfg["min_terms"]
-    if decided:
-        terms = question.subject_terms(terms, query_terms(question.FRAME_WORDS))
-        need = min(need, len(terms))
+    terms, decided = question.read(prompt, terms)
+    need = min(pcfg["min_terms"], len(terms)) if decided else pcfg["min_terms"]
     now = time.time() if now is None else now
     project = scope.project_for(cwd)
     domain = scope.domain_for(project, cfg)

@@ -44,6 +44,15 @@ def asks_what_was_decided(text: str) -> bool:
     return bool(text) and DECISION_QUESTION_RE.search(text) is not None
 
 
+def read(query: str, terms: list) -> tuple:
+    """(terms to search, whether the query asks what was decided): the one call recall and cortex-prompt
+    make on a query and its `terms` (store.terms.query_terms)."""
+    if not asks_what_was_decided(query):
+        return terms, False
+    from cortex.store.terms import query_terms
+    return subject_terms(terms, query_terms(FRAME_WORDS)), True
+
+
 def subject_terms(terms: list, frame_terms) -> list:
     """The query's terms without the frame's (`frame_terms`: FRAME_WORDS analysed like a query); all of
     them when nothing else is left ("what did we decide?" searches for deciding)."""

@@ -486,9 +486,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
     if not terms:
         raise CortexError("the query %r has no searchable words (only stopwords or punctuation)" % (query or ""),
                           "use more specific words")
-    decided = question.asks_what_was_decided(query)
-    if decided:  # "what did we decide about X?": X is searched for, the decision records come first
-        terms = question.subject_terms(terms, query_terms(question.FRAME_WORDS))
+    # "what did we decide about X?": X is searched for, the decision records come first
+    terms, decided = question.read(query, terms)
     project, domain, cfg = manage.resolve_project(home, cwd, cfg)
     scope_ids = manage.where(project["id"], domain, scope)
     out = {"query": query, "terms": terms, "project": project["id"], "domain": domain,
