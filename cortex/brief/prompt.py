@@ -46,7 +46,7 @@ def search(home: Home, prompt: str, cwd: str, cfg: dict, session_id: str = None,
         return []
     # "what did we decide about X?" is no small talk, though X may be two words: X is searched for, a passage
     # needs all of them (up to min_terms), and a decision record comes first
-    terms, decided = question.read(prompt, terms)
+    terms, decided = question.read(prompt, terms, query_terms)
     need = min(pcfg["min_terms"], len(terms)) if decided else pcfg["min_terms"]
     now = time.time() if now is None else now
     project = scope.project_for(cwd)

@@ -44,13 +44,13 @@ def asks_what_was_decided(text: str) -> bool:
     return bool(text) and DECISION_QUESTION_RE.search(text) is not None
 
 
-def read(query: str, terms: list) -> tuple:
+def read(query: str, terms: list, analyse) -> tuple:
     """(terms to search, whether the query asks what was decided): the one call recall and cortex-prompt
-    make on a query and its `terms` (store.terms.query_terms)."""
+    make on a query and its `terms`; `analyse` is the search's analyser (store.terms.query_terms, passed in:
+    this layer does not import the store)."""
     if not asks_what_was_decided(query):
         return terms, False
-    from cortex.store.terms import query_terms
-    return subject_terms(terms, query_terms(FRAME_WORDS)), True
+    return subject_terms(terms, analyse(FRAME_WORDS)), True
 
 
 def subject_terms(terms: list, frame_terms) -> list:

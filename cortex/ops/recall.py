@@ -487,7 +487,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         raise CortexError("the query %r has no searchable words (only stopwords or punctuation)" % (query or ""),
                           "use more specific words")
     # "what did we decide about X?": X is searched for, the decision records come first
-    terms, decided = question.read(query, terms)
+    terms, decided = question.read(query, terms, query_terms)
     project, domain, cfg = manage.resolve_project(home, cwd, cfg)
     scope_ids = manage.where(project["id"], domain, scope)
     out = {"query": query, "terms": terms, "project": project["id"], "domain": domain,
