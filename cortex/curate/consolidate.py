@@ -269,7 +269,7 @@ class Consolidator:
                 con.close()
         return sorted(found - {exclude})
 
-    def supersede(self, rec: dict, changed: bool = False) -> list:
+    def supersede(self, rec: dict, replacing: list = None) -> list:
         """Earlier active decisions this one replaces become superseded (linked both ways):
         - a switch away from X ("switched [the public API] from X to Y", "replaced X with Y", "no longer
           use X", "Y instead of X") retires the earlier decisions that mention X (and, when the switch
@@ -282,12 +282,12 @@ class Consolidator:
           words (`reserve_stock()` ~ "stock reservation") or a file both were settled over or name; such a
           rule must be close enough in wording (`memory.amend_min_similarity`), and one that names another
           function must be worded alike (`memory.link_threshold`).
-        Only decisions of the same scope are looked at.  A confirmed change (`changed`) retires what
-        `changed_targets` finds."""
+        Only decisions of the same scope are looked at.  A confirmed change retires `replacing`, what
+        `changed_targets` found for it before it was stored (it is stored only when that finds a rule)."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
-        retired = self._switch_targets(rec) + (self.changed_targets(rec) if changed else self._subject_targets(rec))
-        retired = sorted(set(retired))
+        mine = [rid for rid in replacing if rid != rec["id"]] if replacing else self._subject_targets(rec)
+        retired = sorted(set(self._switch_targets(rec) + mine))
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         if retired:

@@ -587,9 +587,11 @@ class Run:
                 named = [p for p in named_paths(c.text, ctx.cwd, known) if p not in (cand.get("file_state") or {})]
                 if named:
                     cand["file_state"] = dict(cand.get("file_state") or {}, **{p: {"named": 1} for p in named})
-            if c.if_replacing and not self.cons.changed_targets(
-                    dict(cand, created=cand["provenance"]["at"], status="active")):
-                continue  # a change to something no rule in memory says: the progress note and episode have it
+            replacing = None
+            if c.if_replacing:
+                replacing = self.cons.changed_targets(dict(cand, created=cand["provenance"]["at"], status="active"))
+                if not replacing:
+                    continue  # a change to something no rule in memory says: the progress note and episode have it
             into, related = self.cons.place(cand)
             if related:
                 cand["related"] = related
@@ -602,7 +604,7 @@ class Run:
             self.cons.written(rec)
             if related:
                 self.cons.link_back(rec)
-            if self.cons.supersede(rec, changed=c.if_replacing):
+            if self.cons.supersede(rec, replacing=replacing):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
             if rec["type"] == "plan":
                 from cortex.curate import plans
