@@ -565,8 +565,9 @@ def decision_files(cand, touched: list, turn: int, user: bool, since, dfiles: di
 UNASKED_KINDS = ("rule", "ruled-out")
 
 
-def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict):
-    """Decisions settled between the user and the assistant (cortex/ingest/decisions.py)."""
+def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict, worked: bool = True):
+    """Decisions settled between the user and the assistant (cortex/ingest/decisions.py).  `worked`: the
+    session has used a tool (read a file, ran a command) by now."""
     from cortex.ingest import decisions as D
     if CORTEX_MARK in (entry.text or "") or (entry.kind == B.USER and TAG_RE.search(entry.text or "")
                                              and not D.AGREE_RE.match(entry.text or "")):
@@ -582,8 +583,11 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict)
         text = clean_sentence(text, ctx.max_chars)
         if len(text.split()) < 4 or not has_content(text):
             continue
-        if kind in UNASKED_KINDS and not technical(text):
-            continue  # a rule the user states out of the blue must be about the work: "Always happy to help"
+        if (kind in UNASKED_KINDS or not worked) and not technical(text):
+            # a rule the user states out of the blue must be about the work ("Always happy to help"), and so
+            # must an accepted proposal before any work was done: talk between friends has proposals too
+            # ("how about we go to McGee's pub then?" "Great idea")
+            continue
         out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
                              salience=0.8, if_replacing=kind == "changed"))
     return out, dstate
@@ -625,6 +629,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     turn, proposal_turn = int(st.get("turn") or 0), st.get("proposal_turn")
     touched = [list(t) for t in st.get("touched") or []]
     dfiles = {k: list(v) for k, v in (st.get("dfiles") or {}).items()}
+    worked = bool(st.get("worked") or touched or edited)  # a tool was used in the session by now
     out = []
     calls = {}
     # shell commands whose result had not arrived when the last batch ended (a line cut mid-write, or
@@ -653,7 +658,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         if e.kind in (B.USER, B.ASSISTANT) and not e.sidechain:
             turn += e.kind == B.USER
             had = dstate.get("proposal")
-            found, dstate = conversation_candidates(e, ctx, at, dstate)
+            found, dstate = conversation_candidates(e, ctx, at, dstate, worked)
             for c in found:  # (an agreement clears the proposal it answers: its turn is still the exchange's start)
                 if c.type in ("decision", "rejected"):
                     c.files = decision_files(c, touched, turn, e.kind == B.USER, proposal_turn if had else None,
@@ -722,6 +727,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                     plan = {"items": items, "ref": e.ref, "at": at, "source": "summary"}
                     plan_since = plan_since or at
         elif e.kind == B.TOOL_CALL:
+            worked = worked or not e.sidechain
             if e.call_id:
                 calls[e.call_id] = e
                 if e.action == B.SHELL and e.text:
@@ -806,6 +812,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
               first_activity_at=first_activity_at, plan_since=plan_since,
               open_shell=dict(list(open_shell.items())[-20:]), prompts=prompts, plan=plan, decisions=dstate,
               turn=turn, touched=touched, proposal_turn=proposal_turn, dfiles=dfiles)
+    if worked:
+        st["worked"] = True
     # the state is saved in state/cursors.json: it gets the same redaction as records
     from cortex.model import redact
     if st.get("last_prompt"):

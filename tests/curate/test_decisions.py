@@ -282,6 +282,10 @@ DECOYS = [
     [("user", "Always happy to pair on this with you."), ("assistant", "Same here, it was fun.")],
     [("user", "Always here to help you with anything."), ("assistant", "Thanks, likewise.")],
     [("user", "Never tried that editor, but it's supposed to be awesome."), ("assistant", "It is quite nice.")],
+    # proposals accepted in talk before any work was done (LoCoMo's chats between friends gave 7 such records)
+    [("user", "Hey, been a while! How have you been?"), ("assistant", "Been busy with things, how about you?"),
+     ("user", "Yeah, something cool happened at the weekend.")],
+    [("assistant", "Well, how about we grab lunch at the new noodle place then?"), ("user", "Great idea, let's do it.")],
 ]
 
 
@@ -290,6 +294,21 @@ def test_decoys_make_no_decision(env, turns):
     home, project, root = env
     Chat(root, project, "d", T0).turns(*turns).stop(home)
     assert [r["text"] for r in records(home) if r["type"] in ("decision", "rejected")] == []
+
+
+def test_a_business_rule_agreed_after_reading_the_code_is_kept_though_it_names_no_code(env):
+    """Before any tool was used, an accepted proposal must be about software work (the decoys above); once the
+    session has read a file, a rule worded as the business says it is kept."""
+    home, project, root = env
+    c = Chat(root, project, "b", T0)
+    c.user("Big merchants are gaming the volume tiers by splitting shipments across sub-accounts.")
+    c.tool("Read", file_path=os.path.join(project, "pricing", "discounts.py"))
+    c.say("I'd compute the tier from the parent account's rolling 30-day parcel count, summed over all its "
+          "sub-accounts. Sound good?")
+    c.user("yes, do that")
+    c.stop(home)
+    [d] = decisions_of(home)
+    assert "rolling 30-day parcel count" in d["text"]
 
 
 def test_the_agreement_in_a_later_window_finds_the_proposal_and_reruns_give_the_same_record(env):
