@@ -102,17 +102,25 @@ FIRM_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|here'?s)[\s,:]+)?(?:(?:one|the|my|our
                      r"think\s+of)|\s+here)?\s*(?::|—|–|\s-\s|(?:is|would\s+be)\s+to\s+|(?:is|would\s+be)\s*:)\s*", re.I)
 
 # -- what the assistant proposes ------------------------------------------------------------------
+# "I'd <verb> ...": "I would" and a course of action ("I'd enqueue both from `schedule_reminders()`"), not a
+# feeling or a step of the work ("I'd need to check", "I'd like to look", "I'd be careful") nor "I had"
+# ("I'd already fixed it", "I'd seen this", "I'd added a test"); with its apostrophe ("the id on resend" is no "I'd")
+I_WOULD = (r"(?:(?:just|probably|also|still|actually|rather|definitely|personally|strongly)\s+)*"
+           r"(?!(?:be|need|like|love|hate|want|guess|say|think|imagine|expect|hope|bet|feel|appreciate|assume|"
+           r"argue|note|mention|check|look|start|first|not|never|already|been|seen|gotten|forgotten|taken|given|"
+           r"written|chosen|done|made|had|left|found|thought|tried|run|read|known|heard|rather\s+not|have\s+(?:to|"
+           r"thought|expected|guessed|said|been|done|seen|liked|preferred))\b)(?![a-z]*[^e\W]ed\b)[a-z]+\b")
 PROPOSAL_RE = re.compile(
-    r"\b(?:I|we)\s+(?:propose|suggest|recommend)\b|\bI'?d\s+(?:suggest|recommend|propose|go\s+with|lean\s+towards?|"
-    r"prefer|make|keep|use|have|change|add|treat|return|raise|reject|drop|cap|limit|set|split|move|store|skip|"
-    r"only|rather|switch|put|do|default|log|retry|block|allow)\b|\bmy\s+(?:suggestion|recommendation|proposal)\b|"
-    r"^(?:\*\*)?(?:proposal|recommendation|suggestion|proposed\s+(?:rule|fix|change|approach|policy))(?:\*\*)?\s*:|"
+    r"\b(?:I|we)\s+(?:propose|suggest|recommend)\b|\bI'?d\s+(?:suggest|recommend|propose|go\s+with|lean\s+towards?)\b|"
+    r"\bI['’]d\s+" + I_WOULD + r"|\bmy\s+(?:suggestion|recommendation|proposal)\b|"
+    r"^(?:\*\*)?(?:proposal|recommendation|suggestion|alternative|proposed\s+(?:rule|fix|change|approach|policy))"
+    r"(?:\*\*)?\s*:|"
     r"\bhow\s+about\b|(?:^|,\s*)(?:should|shall)\s+(?:we|I)\b|\b(?:want|would\s+you\s+like)\s+me\s+to\b|"
     r"\bthe\s+(?:rule|policy|convention)\s+(?:would|could|should)\s+be\b|^let'?s\s+(?!me\b|see\b|check\b|look\b|"
     r"find\b|run\b|read\b|start\b|first\b|try\b)|\bwe\s+should\b|\bwhat\s+if\s+we\b", re.I)
 # a word every match of PROPOSAL_RE holds, in a sentence whose spaces are single (tidied): mentions_any
 PROPOSAL_WORDS = ("propos", "suggest", "recommend", "i'd", "id ", "how about", "should", "shall", "me to", "ould be",
-                  "what if", "let")
+                  "what if", "let", "alternative")
 ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+(?:that|this)\s+(?:work|sound\s+\w+|"
                     r"make\s+sense)|\b(?:ok|okay|agreed|alright)|\bgood\s+with\s+(?:that|this)|\bfine\s+with\s+(?:that|"
                     r"this)|\bwhat\s+do\s+you\s+think|\bany\s+objections?|\bshall\s+I\s+(?:go\s+ahead|proceed)|"
@@ -137,7 +145,7 @@ RECOMMEND_RE = re.compile(r"\b(?:I'?d|I|my)\s+(?:recommend|suggest|go\s+with|lea
                           r"recommendation\s+is|suggestion\s+is|pick\s+is)\s+(?:is\s+)?(?:\*\*)?(?:option|approach|"
                           r"choice|variant|plan)\s+(?P<label>[A-Z1-9])\b", re.I)
 LEAD_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|then|here'?s\s+(?:my|the)\s+(?:suggestion|proposal|recommendation)|"
-                     r"proposal|recommendation|suggestion|proposed\s+(?:rule|fix|change|approach|policy))\s*[:,—–-]\s*)*"
+                     r"proposal|recommendation|suggestion|alternative|proposed\s+(?:rule|fix|change|approach|policy))\s*[:,—–-]\s*)*"
                      r"(?:I'?d\s+(?:suggest|recommend|propose)|I\s+(?:suggest|recommend|propose)|my\s+(?:suggestion|"
                      r"recommendation|proposal)\s+(?:is|would\s+be)|how\s+about|what\s+if|should|shall|I'?d)\s*"
                      r"(?:that\s+|to\s+)?(?:we\s+)?", re.I)
@@ -186,7 +194,7 @@ REPLACED_MARK = " (this replaces the earlier rule)."
 # `changed_targets`: a value of it replaced by another, worded alike apart from the name); kind "changed".
 CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|implemented|got\s+it|noted|alright|"
                              r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
-NOW_STATES_RE = re.compile(r"\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
+NOW_STATES_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)(?<!as\sof\s)\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
                            r"decreased|reduced|extended|shortened)\b.{0,120}\bto\b", re.I)
 CHANGE_TURNS = 4  # assistant entries (text between tool calls) a change request waits for its confirmation
 # the assistant reports the change made without restating it ("Done. The tests pass."): the user's request,
@@ -224,6 +232,14 @@ def change_confirmed(prose: str, names: list):
     return None
 
 
+# after an agreement (or a rule the user dictated): the assistant's next words restate it ("OK: one SMS 2 days
+# before ...", "Got it: - client cancels < 24 hours -> deposit forfeited ..."), or report it done with how the
+# code behaves now ("Done: `verify_signature()` checks LabLink's HMAC signature ...")
+DONE_RECAP_RE = re.compile(r"^\s*(?:\*\*)?(?:(?P<heard>ok(?:ay)?|got\s+it|understood|noted|will\s+do)|done|all\s+set|"
+                           r"implemented)(?:\*\*)?\s*(?P<sep>[.:—–!])\s*(?P<body>.*)", re.I)
+STATUS_ONLY_RE = re.compile(r"^(?:all\s+)?(?:the\s+)?(?:tests?|suite|ci|build|lint|checks?|pr|branch|commit)\b", re.I)
+GERUND_RE = re.compile(r"^\w+ing\b(?!\s+(?:is|are|was|were|stays?|keeps?|gets?|must|should|only|never|always)\b)", re.I)
+WILL_DO_RE = re.compile(r"^(?:I'?ll|I\s+will|let\s+me|I'?m\s+going\s+to|going\s+to|next\b|now\s+I)", re.I)
 NOT_DOING_RE = re.compile(r"^(?:not\s+doing|rejected|won'?t\s+do|dropped|out\s+of\s+scope)\b", re.I)
 SUMMARY_LEAD_OK = re.compile(r"(?:agreed|decided|settled|decision|rule|policy|convention|agreement)", re.I)
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(.+)$")
@@ -311,7 +327,7 @@ def initial_state() -> dict:
 # -- proposals ----------------------------------------------------------------------------------------
 
 ASK_TAIL_RE = re.compile(r"\s*\?+$")
-PROPOSING_WORD_RE = re.compile(r"\b(?:propose|suggest|recommend|I'?d)\b", re.I)
+PROPOSING_WORD_RE = re.compile(r"\b(?:propose|suggest|recommend|I'?d)\b|^(?:\*\*)?alternative(?:\*\*)?\s*:", re.I)
 
 
 def proposal_of(text: str):
@@ -365,6 +381,7 @@ def _statement(proposal: str) -> str:
     for s in _sentences(proposal):
         if ASK_RE.search(s) and len(s.split()) <= 8:
             continue
+        s = re.sub(r"^(?:\*\*)?alternative(?:\*\*)?\s*:\s*", "", s, flags=re.I)
         s = LEAD_RE.sub("", FIRM_RE.sub("", s, count=1), count=1).strip()
         # "For `x()` I'd retry 3 times" -> "For `x()`: retry 3 times"
         s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
@@ -639,19 +656,35 @@ def _parts(line: str) -> list:
     return out
 
 
-def summary_of(text: str, weak: bool = False, prose: str = None):
+def summary_of(text: str, weak: bool = False, prose: str = None, dictated: bool = False):
     """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None.
+    `weak`: right after the user agreed, a plainer restatement counts too ("OK: ...", "Done: `x()` now ...");
+    `dictated`: right after the user stated what to do, the assistant's "Got it: <restatement>" counts.
     `prose`: _prose(text), when the caller has it."""
     prose = _prose(text) if prose is None else prose
     lines = prose.split("\n")
+    fallback = None  # a plain restatement ("OK: ...", "Done: ..."): only when the turn sums up in no other way
     for i, line in enumerate(lines):
         for part in _parts(line):
             m = SUMMARY_RE.match(part)
+            done = None
             if not m or not SUMMARY_LEAD_OK.search(part[:m.start("body")]):
                 m = RECAP_RE.match(part)
                 if not m or not (weak or m.group("strong")):
-                    continue
+                    done = DONE_RECAP_RE.match(part) if (weak or dictated) and i == 0 and part is line else None
+                    if not done or not weak and not (done.group("heard") and done.group("sep") in ":—–"):
+                        continue
+                    m = done
             body = m.group("body").strip()
+            if done and body and not body.endswith(":"):
+                # "Done: `schedule_reminders()` queues one SMS 2 days before ... . Tests pass.": the first two
+                # sentences say how the code behaves now; a report of the work alone ("Done. All tests pass and
+                # the PR is open") says nothing of the kind
+                body = " ".join(SENTENCE_END_RE.split(body)[:2])
+                if not (subjects(body) or NOW_STATES_RE.search(body) or done.group("heard")):
+                    continue
+                if STATUS_ONLY_RE.match(_tidy(body)) or WILL_DO_RE.match(_tidy(body)) or GERUND_RE.match(_tidy(body)):
+                    continue
             if not body or body.endswith(":"):
                 items = []
                 for nxt in lines[i + 1:i + 7]:
@@ -667,8 +700,12 @@ def summary_of(text: str, weak: bool = False, prose: str = None):
                 continue
             if REPLACES_EARLIER_RE.search(prose) and not REPLACES_EARLIER_RE.search(body):
                 # "This replaces the earlier rule (...). New rule: X": X keeps the words that say so
-                return cap_first(body.rstrip(".") + REPLACED_MARK)
-            return cap_first(body.rstrip(".") + ".")
+                said = cap_first(body.rstrip(".") + REPLACED_MARK)
+            else:
+                said = cap_first(body.rstrip(".") + ".")
+            if not done:
+                return said
+            fallback = fallback or said
     # a rule restated as replacing the earlier one, the way an amendment is confirmed: "Replacing the old
     # rule with the new one: X", or "X. That supersedes what we settled on before, ..." (X is the new rule);
     # the record keeps the replacing words, so the earlier rule on the subject is retired
@@ -686,7 +723,7 @@ def summary_of(text: str, weak: bool = False, prose: str = None):
             body = _tidy(m.group("body"))
             if len(body.split()) >= 4 and not body.endswith("?") and not NARRATION_RE.search(body):
                 return cap_first(body.rstrip(".") + REPLACED_MARK)
-    return None
+    return fallback
 
 
 def step(kind: str, text: str, st: dict, key_base: str):
@@ -727,18 +764,25 @@ def step(kind: str, text: str, st: dict, key_base: str):
         change = None if any(f[0] == "decision" for f in found) else change_request(text)
         st["change"] = dict(change, turns=0) if change else None
         ch = CHALLENGE_RE.match(_tidy(_prose(text)))
-        if st.get("proposal") and not found and ch:
+        pending = st.get("proposal")
+        if pending and not found and ch:
             # "why not just X?" about the pending proposal: still pending, X is the alternative
             st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None}
+        elif pending and not found and not pending.get("asked") and asks_about(text, pending):
+            # "is 10 min enough for the card payment?": the assistant answers, and the user's "ok go with 10"
+            # after that still settles the proposal (one question: a second turn that does not agree ends it)
+            st["proposal"] = dict(pending, asked=True)
         else:
             st["proposal"] = st["alternative"] = None
         if not answers:
             st["exchange"] = _mention([], text, "user")
         st["on_rule"] = bool(st.get("accepted"))
+        if not found and not st.get("proposal") and dictates(text):
+            st["dictated"] = True  # "so: deposit is forfeited if the client cancels less than 24 hours before"
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
         prose = _prose(text)
-        summ = summary_of(text, weak=bool(acc), prose=prose)
+        summ = summary_of(text, weak=bool(acc), prose=prose, dictated=bool(st.pop("dictated", None)))
         if summ:
             if acc:
                 t = summ
@@ -773,6 +817,8 @@ def step(kind: str, text: str, st: dict, key_base: str):
         pending = st.get("alternative")
         if prop:
             st["proposal"], st["alternative"] = prop, None
+        elif (st.get("proposal") or {}).get("asked") and RETRACT_RE.search(prose):
+            st["proposal"] = st["alternative"] = None  # "good point, let's not cache it": the answer takes it back
         if alt:
             # "the simpler alternative would be to X": the proposal stays pending, X is what a "no" turns down
             st["alternative"] = {"text": next(g for g in alt.groups() if g), "by": "assistant", "reason": None}
@@ -782,6 +828,36 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 pending["reason"] = counter.group("reason")
         st["exchange"] = _mention(st.get("exchange"), text, "proposal" if prop else "assistant")
     return out, st
+
+
+# the assistant's answer to a question about its proposal takes the proposal back
+RETRACT_RE = re.compile(r"\b(?:you'?re\s+right|good\s+(?:point|catch)|fair\s+point|on\s+second\s+thought|scratch\s+that|"
+                        r"let'?s\s+not|better\s+not|(?:forget|drop|skip)\s+(?:that|the\s+idea|my\s+(?:suggestion|"
+                        r"proposal))|not\s+worth\s+it|(?:that|it)\s+(?:would|wouldn'?t)\s+(?:not\s+)?work)\b", re.I)
+# a question that points back at what was proposed ("is that overkill?", "does it handle retries?")
+POINTS_BACK_RE = re.compile(r"\b(?:that|this|it|those|these|them)\b", re.I)
+
+
+def dictates(text: str) -> bool:
+    """Whether a user's turn states something to do or to hold (no question, nothing put off or left open):
+    the assistant's "Got it: <restatement>" after it is then the rule the user set."""
+    prose = _prose(text).strip()
+    return bool(prose) and "?" not in prose and len(prose.split()) >= 5 and not (
+        UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose) or HYPOTHETICAL_RE.match(prose))
+
+
+def asks_about(text: str, proposal: dict) -> bool:
+    """Whether a user's turn asks a question about the pending proposal: it asks, neither declines nor puts
+    it off, and points back at it or shares a word with it ("5 min enough with their retries?" after "reject
+    anything more than 5 minutes old")."""
+    prose = _prose(text).strip()
+    if "?" not in prose or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose):
+        return False
+    if POINTS_BACK_RE.search(prose):
+        return True
+    from cortex.store.terms import tokenize
+    said = " ".join([proposal.get("text") or ""] + list((proposal.get("options") or {}).values()))
+    return bool(set(tokenize(prose)) & set(tokenize(said)))
 
 
 def _covered(cond: str, summ: str) -> bool:
