@@ -32,7 +32,8 @@ AGREE_RE = re.compile(
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
     r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
     r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
-CHOOSE_RE = re.compile(r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
+CHOOSE_RE = re.compile(r"^\s*(?:\*\*)?(?P<bare>[A-Z])(?:\*\*)?(?:[.,:!)]|\s*$|\s+(?:but|and|with|then|please|pls)\b)|"
+                       r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
                        r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"
                        r"(?:go\s+with|take|pick|choose)\s+(?:the\s+)?(?P<ord>first|second|third|fourth|last)"
@@ -142,8 +143,8 @@ OPTION_RE = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:\*\*)?(?:option|approach|choice
                        r"(?:\*\*)?\s*(?:[:.)—–-]|\*\*)\s*(?:\*\*)?\s*(?P<text>.+)$|^\s*(?:\*\*)?(?P<label2>[A-C])[.)]"
                        r"(?:\*\*)?\s+(?P<text2>.+)$")
 RECOMMEND_RE = re.compile(r"\b(?:I'?d|I|my)\s+(?:recommend|suggest|go\s+with|lean\s+towards?|prefer|pick|vote\s+for|"
-                          r"recommendation\s+is|suggestion\s+is|pick\s+is)\s+(?:is\s+)?(?:\*\*)?(?:option|approach|"
-                          r"choice|variant|plan)\s+(?P<label>[A-Z1-9])\b", re.I)
+                          r"recommendation\s+is|suggestion\s+is|pick\s+is)\s+(?:is\s+)?(?:\*\*)?(?:(?:option|approach|"
+                          r"choice|variant|plan)\s+)?(?P<label>[A-Z1-9])\b(?!['’])", re.I)
 LEAD_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|then|here'?s\s+(?:my|the)\s+(?:suggestion|proposal|recommendation)|"
                      r"proposal|recommendation|suggestion|alternative|proposed\s+(?:rule|fix|change|approach|policy))\s*[:,—–-]\s*)*"
                      r"(?:I'?d\s+(?:suggest|recommend|propose)|I\s+(?:suggest|recommend|propose)|my\s+(?:suggestion|"
@@ -204,17 +205,20 @@ CHANGE_DONE_RE = re.compile(r"^\W*(?:done|all\s+set|updated|changed|implemented|
 
 
 def change_request(text: str):
-    """{names, text} of a user's turn that asks for something about named code (no question, no
-    hypothesis, nothing put off), or None: the names, and the request's first two sentences."""
+    """{names, text} of a user's turn that asks for something (no question, no hypothesis, nothing put off)
+    about named code, or in five words or more, or None: the names, and the request's first two sentences
+    (its last two when it names no code)."""
     prose = _prose(text).strip()
     if not prose or "?" in prose or QUESTION_START_RE.match(prose) or HYPOTHETICAL_RE.match(prose):
         return None
     if UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose):
         return None
     names = [n for n in _names(text) if not incidental(n, True)]
-    if not names:
+    if not names and len(prose.split()) < 5:
         return None
-    said = [_tidy(x) for x in _sentences(prose)][:2]
+    # the request's last two sentences: what is asked comes after why ("... pen test report came back. they
+    # want max 8. can you change it")
+    said = [_tidy(x) for x in _sentences(prose)][-2:] if not names else [_tidy(x) for x in _sentences(prose)][:2]
     return {"names": names, "text": " ".join(x.rstrip(".") + "." for x in said if x)}
 
 
@@ -227,7 +231,10 @@ def change_confirmed(prose: str, names: list):
         if (not s or s.endswith("?") or len(s.split()) < 4 or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
                 or not (done or NOW_STATES_RE.search(s))):
             continue
-        if set(subjects(s)) & set(names):
+        # a request that named no code ("change the late cancellation window to 48 hours") is confirmed by a
+        # statement that names the code it changed (`LATE_CANCEL_WINDOW`); either is kept only when it
+        # replaces an earlier rule on that code (consolidate.changed_targets)
+        if set(subjects(s)) & set(names) or not names and [n for n in subjects(s) if not is_path(n)]:
             return cap_first(s.rstrip(".") + ".")
     return None
 
@@ -299,7 +306,7 @@ IMPERATIVE_RE = re.compile(r"^(?:(?:instead|rather)\s*[,:]?\s*)?(?:just\s+)?(?:u
                            r"switch\s+to|do\s+it\s+(?:with|in|via)|put\s+it\s+in|store\s+it\s+in|run\s+it\s+(?:from|as|"
                            r"with|in|via)|have\s+it)\b", re.I)
 
-SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|\n+")
+SENT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[*])|(?<=[?!])\s+|\n+")  # after "?": whatever case comes next
 # a reply typed in a hurry starts its sentences in lower case ("OK, makes sense, skip it. yes, but ...")
 LOOSE_SENT_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 CODE_FENCE_RE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
@@ -534,7 +541,7 @@ def user_turn(text: str, st: dict):
         statement = None
         if choose:
             opts = prop.get("options") or {}
-            label = choose.group("label")
+            label = choose.group("label") or choose.group("bare")
             if choose.group("ord") and opts:
                 keys = sorted(opts)
                 idx = ORDINALS[choose.group("ord").lower()]

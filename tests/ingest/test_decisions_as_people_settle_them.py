@@ -1,0 +1,190 @@
+"""Decisions settled the way people settle them with a coding assistant (the written-apart corpus's lessons,
+docs/memory.md "How a decision is recognised"): a question about the proposal before agreeing, "I'd <verb>",
+an "Alternative:" after a no, the assistant's "OK: ..." / "Done: `x()` now ..." after the agreement, a rule
+the user dictates and the assistant's "Got it: ...", a change asked for without naming the code.
+
+Each scenario is written as Claude Code transcript lines, captured by the stop hook and normalized."""
+import os
+import time
+
+import pytest
+
+import cortex_testkit as testkit
+from cortex.store.records import iter_paths, read
+
+T0 = time.time() - 40 * 86400
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    return testkit.project_env(tmp_path, monkeypatch)
+
+
+def decisions(home, status=None):
+    out = [read(p) for p in iter_paths(home.records)]
+    return [r for r in out if r["type"] == "decision" and (status is None or r["status"] == status)]
+
+
+def chat(env, sid, days=0):
+    home, project, root = env
+    return testkit.Chat(root, project, sid, T0 + days * 86400)
+
+
+def test_a_question_about_the_proposal_leaves_it_open_for_the_agreement_after_the_answer(env):
+    home = env[0]
+    c = chat(env, "q1")
+    c.tool("Read", file_path=os.path.join(env[1], "booking", "slots.py"))
+    c.say("I'd hold the slot for 10 minutes in `hold_slot()` and release it after that.")
+    c.user("is 10 min enough for the card payment? some of our clients are slow")
+    c.say("The median checkout takes 3.5 minutes and 97% finish within 10.")
+    c.user("ok go with 10. and make it a setting")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "10 minutes" in d["text"] and "hold_slot()" in d["text"]
+
+
+def test_an_answer_that_takes_the_proposal_back_leaves_nothing_to_agree_to(env):
+    home = env[0]
+    c = chat(env, "q2")
+    c.tool("Read", file_path=os.path.join(env[1], "pricing", "quote.py"))
+    c.say("I'd cache quotes for 10 minutes in `quote_rate()`.")
+    c.user("won't that show stale prices after a tariff change?")
+    c.say("Good point, let's not cache them: tariff changes apply at once.")
+    c.user("ok")
+    c.stop(home, run=True)
+    assert decisions(home) == []
+
+
+@pytest.mark.parametrize("said, agreed", [
+    ("I'd enqueue both reminders from `schedule_reminders()` with a Celery eta.", True),
+    ("I'd already moved the reminders into `schedule_reminders()` yesterday.", False),  # "I had"
+    ("I'd need to check how `schedule_reminders()` is called first.", False),
+    ("The scanners regenerate the id on resend in `ingest_scan()`, so it never matches.", False),  # no "I'd"
+])
+def test_id_and_any_verb_proposes_but_i_had_and_i_need_to_do_not(env, said, agreed):
+    home = env[0]
+    c = chat(env, "v")
+    c.tool("Read", file_path=os.path.join(env[1], "reminders", "tasks.py"))
+    c.say(said)
+    c.user("yes")
+    c.stop(home, run=True)
+    assert bool(decisions(home)) == agreed
+
+
+def test_an_alternative_after_a_no_is_the_proposal_the_next_yes_settles(env):
+    home = env[0]
+    c = chat(env, "alt")
+    c.tool("Read", file_path=os.path.join(env[1], "reminders", "tasks.py"))
+    c.say("I'd send two reminders from `schedule_reminders()`: 24 hours and 1 hour before.")
+    c.user("hmm no. 1 hour before is useless, they can't rebook at that point")
+    c.say("Fair. Alternative: a single reminder two days before, at 10:00 in the clinic's timezone.")
+    c.user("yes that. and skip it if they booked less than 2 days ahead")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "two days before" in d["text"] and "10:00" in d["text"]
+    assert not d["text"].startswith("Alternative") and "1 hour" not in d["text"]
+
+
+def test_the_done_report_after_the_agreement_states_the_rule_and_a_bare_status_does_not(env):
+    home = env[0]
+    c = chat(env, "d1")
+    c.tool("Read", file_path=os.path.join(env[1], "integrations", "webhooks.py"))
+    c.say("I'd verify the HMAC signature and reject anything more than 5 minutes old.")
+    c.user("fine, hmac + 5 min tolerance then. no IP allowlist")
+    c.tool("Edit", file_path=os.path.join(env[1], "integrations", "webhooks.py"), old_string="a", new_string="b")
+    c.say("Done: `verify_signature()` checks the HMAC-SHA256 signature and rejects a timestamp more than 5 minutes "
+          "from now.")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert d["text"].startswith("`verify_signature()` checks the HMAC-SHA256 signature")
+
+    c = chat(env, "d2", days=1)
+    c.tool("Read", file_path=os.path.join(env[1], "billing", "numbers.py"))
+    c.say("I'd number invoices per clinic with the clinic's prefix in `next_invoice_number()`.")
+    c.user("ok do that")
+    c.say("Done. All tests pass and the PR is open.")
+    c.stop(home, run=True)
+    [d2] = [d for d in decisions(home) if "invoice" in d["text"]]
+    assert "per clinic" in d2["text"] and "tests pass" not in d2["text"]
+
+
+def test_a_rule_the_user_dictates_is_kept_as_the_assistants_got_it_restates_it(env):
+    home = env[0]
+    c = chat(env, "g1")
+    c.tool("Read", file_path=os.path.join(env[1], "booking", "cancel.py"))
+    c.say("Right now `cancel_appointment()` refunds the deposit whoever cancels and whenever.")
+    c.user("so: deposit is forfeited if the client cancels less than 24 hours before. if the clinic cancels, "
+           "always refund")
+    c.say("Got it:\n- client cancels < 24 hours before the start: deposit forfeited\n"
+          "- clinic staff cancel: always refunded")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "24 hours" in d["text"] and "always refunded" in d["text"]
+
+
+@pytest.mark.parametrize("reply", ["Got it, I'll fix the typo now.", "Got it: fixing the typo in the README now.",
+                                   "Got it! That sounds like a great plan for the weekend."])
+def test_got_it_that_only_acknowledges_work_keeps_nothing(env, reply):
+    home = env[0]
+    c = chat(env, "g2")
+    c.tool("Read", file_path=os.path.join(env[1], "README.md"))
+    c.user("there is a typo in the install section of the readme, please fix it")
+    c.say(reply)
+    c.stop(home, run=True)
+    assert decisions(home) == []
+
+
+def test_a_change_asked_for_without_naming_the_code_retires_the_rule_it_replaces(env):
+    home = env[0]
+    c = chat(env, "r1")
+    c.tool("Read", file_path=os.path.join(env[1], "booking", "slots.py"))
+    c.say("I'd make `hold_slot()` hold the slot for 10 minutes, then release it to everyone.")
+    c.user("yes")
+    c.stop(home, run=True)
+    [old] = decisions(home)
+    c = chat(env, "r2", days=20)
+    c.user("Quick one: slot hold needs to be 15 minutes. people doing 3DS in their banking app keep losing it")
+    c.tool("Edit", file_path=os.path.join(env[1], "booking", "slots.py"), old_string="10", new_string="15")
+    c.say("Done: `hold_slot()` now holds the slot for 15 minutes, then releases it to everyone.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    assert "15 minutes" in new["text"]
+    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+
+
+def test_how_the_code_behaves_right_now_is_no_change_confirmed(env):
+    home = env[0]
+    c = chat(env, "n1")
+    c.tool("Read", file_path=os.path.join(env[1], "booking", "slots.py"))
+    c.say("I'd make `hold_slot()` hold the slot for 10 minutes.")
+    c.user("yes")
+    c.stop(home, run=True)
+    c = chat(env, "n2", days=5)
+    c.user("the slot hold in booking feels off, customers complain about losing slots halfway through checkout")
+    c.say("Right now `hold_slot()` holds for 10 minutes and then releases the slot to everyone.")
+    c.stop(home, run=True)
+    assert [d["status"] for d in decisions(home)] == ["active"]
+
+
+def test_an_option_picked_by_its_letter_is_the_decision_with_the_users_condition(env):
+    home = env[0]
+    c = chat(env, "o1")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "pos_daily.py"))
+    c.say("Options:\n\n**A. Just raise the timeout** to 3 hours on the one sensor.\n\n"
+          "**B. One sensor per store in reschedule mode, timeout 3 hours, then load whatever arrived.**\n\n"
+          "**C. Keep failing the whole run** and rerun by hand.\n\nI'd go with B.")
+    c.user("B. but if more than 5 stores are still missing after the 3 hours, page on-call")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert d["text"].startswith("One sensor per store") and "page on-call" in d["text"]
+
+
+def test_a_rule_said_after_a_question_in_lower_case_is_kept(env):
+    home = env[0]
+    c = chat(env, "l1")
+    c.tool("Read", file_path=os.path.join(env[1], "connectors", "client.py"))
+    c.say("I added `paginate()` and a retry wrapper around every request.")
+    c.user("wait, that retries any HTTPError 5 times? oh and never retry on 4xx. only 5xx and 429")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "never retry on 4xx" in d["text"]
