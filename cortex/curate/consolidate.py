@@ -309,7 +309,9 @@ class Consolidator:
             return []
         subject_t = frozenset(t for ident in idents for t in terms(ident))
         scored = {}
-        for ident in idents[:3]:
+        # the code the change is about is the first it names ("The `snowflake` pool has 16 slots ...
+        # `finance_close` keeps its priority weight" changes the pool, not what finance_close's rules say)
+        for ident in idents[:1]:
             for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id")):
                 other = self._earlier(rid, rec)
                 if other is None or rid in scored:

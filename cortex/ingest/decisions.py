@@ -23,6 +23,7 @@ from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any,
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 CHANGED = 0.85  # a change the user asked for and the assistant confirmed, kept when it replaces a rule
+AGREED = "agreed"  # user_turn: the user agreed to a proposal whose words make no rule; the restatement will
 EXCHANGE_KEEP = 12  # names of the exchange kept in the state
 
 _ = r"[\s,.!:;—–-]*"
@@ -30,7 +31,7 @@ AGREE_RE = re.compile(
     r"^\s*(?:(?:(?:yes|yep|yeah|yup|yes please|sure|ok(?:ay)?|agreed|i agree|agree|sounds (?:good|great|right|fine|"
     r"reasonable|perfect)(?: to me)?|(?:that|this) (?:sounds (?:good|great|right|fine|reasonable)(?: to me)?|works(?: for me)?|"
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
-    r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
+    r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|go(?=\W*$)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
     r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
 CHOOSE_RE = re.compile(r"^\s*(?:\*\*)?(?P<bare>[A-Z])(?:\*\*)?(?:[.,:!)]|\s*$|\s+(?:but|and|with|then|please|pls)\b)|"
                        r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
@@ -373,6 +374,9 @@ def _proposal(prose: str, tidied: list):
         if REAFFIRM_RE.search(s):
             continue  # "so I'd stick with my suggestion": the earlier proposal stands, this is not a new one
         asked = asked or s.endswith("?")
+        if s.endswith(":"):  # "Proposal:" and its list: the items are the proposal
+            items = [x.rstrip(".;") for x in sents[i + 1:i + 5] if x and not x.endswith("?") and not ASK_RE.search(x)]
+            s = (s.rstrip(":") + ": " + "; ".join(items) + ".") if items else s
         picked.append(s)
     if not picked and not options:
         return None
@@ -565,6 +569,12 @@ def user_turn(text: str, st: dict):
             out.extend(lead)
             out.append(("decision", text_, ACCEPTED, "accepted"))
             return out
+        if agree and not choose:
+            # agreed, but to words that make no rule alone ("Proposal:" and a list, "yes" to options with no
+            # pick): the assistant's restatement that follows ("Done. `fct_sales` is now incremental ...") is it
+            out.extend(lead)
+            out.append((AGREED, "", ACCEPTED, "accepted"))
+            return out
     # the user turns down the alternative with a reason, and maybe says what to do instead
     sents = list(_sentences(prose))
     for i, s in enumerate(sents):
@@ -683,6 +693,8 @@ def summary_of(text: str, weak: bool = False, prose: str = None, dictated: bool 
                         continue
                     m = done
             body = m.group("body").strip()
+            if done and body and len(body.split()) < 4 and i + 1 < len(lines) and BULLET_RE.match(lines[i + 1]):
+                body = body.rstrip(".!") + ":"  # "Done: alerting reworked." and the list of what it does now
             if done and body and not body.endswith(":"):
                 # "Done: `schedule_reminders()` queues one SMS 2 days before ... . Tests pass.": the first two
                 # sentences say how the code behaves now; a report of the work alone ("Done. All tests pass and
@@ -760,6 +772,11 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["exchange"], st["on_rule"] = _mention([], text, "user"), True
             return out, st
         found = user_turn(text, st)
+        if found and found[-1][0] == AGREED:
+            key = "decision:%s" % key_base
+            st["accepted"] = {"key": key, "text": ""}
+            st["settled"] = {"key": key, "text": "", "conf": ACCEPTED, "age": 0}
+            found = found[:-1]
         for i, (rtype, t, conf, k) in enumerate(found):
             # the last decision of the turn is what the assistant's summing-up restates: the same record
             last = rtype == "decision" and not any(f[0] == "decision" for f in found[i + 1:])
@@ -858,8 +875,8 @@ def asks_about(text: str, proposal: dict) -> bool:
     it off, and points back at it or shares a word with it ("5 min enough with their retries?" after "reject
     anything more than 5 minutes old")."""
     prose = _prose(text).strip()
-    if "?" not in prose or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose):
-        return False
+    if "?" not in prose or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose):
+        return False  # (a question that puts it off, "can we do that later?", still needs a yes after it)
     if POINTS_BACK_RE.search(prose):
         return True
     from cortex.store.terms import tokenize

@@ -188,3 +188,46 @@ def test_a_rule_said_after_a_question_in_lower_case_is_kept(env):
     c.stop(home, run=True)
     [d] = decisions(home)
     assert "never retry on 4xx" in d["text"]
+
+
+def test_a_proposal_given_as_a_list_and_agreed_after_a_question_is_what_the_done_report_says(env):
+    home = env[0]
+    c = chat(env, "p1")
+    c.tool("Read", file_path=os.path.join(env[1], "models", "fct_sales.sql"))
+    c.say("Corrections arrive up to 3 days late.\n\nProposal:\n- `materialized='incremental'` with `merge` on "
+          "`sale_id`\n- reprocess a lookback window of 3 days on `sale_date`")
+    c.user("what about a void that comes in 5 days later tho? does the merge catch that")
+    c.say("No, not with a 3-day window; the spec says corrections come within 72 hours.")
+    c.user("ok fine, go")
+    c.say("The duplicate in your dev schema is a stale copy of `dim_product`; rebuilding it.")
+    c.say("Done. `fct_sales` is now incremental with `merge` on `sale_id` and a 3 days lookback on `sale_date`.")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert d["text"].startswith("`fct_sales` is now incremental") and "3 days lookback" in d["text"]
+
+
+def test_a_done_report_that_lists_what_changed_is_the_agreed_rule(env):
+    home = env[0]
+    c = chat(env, "p2")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "alerts.py"))
+    c.say("I'd make the channel reflect what needs someone now: only final failures of important DAGs.")
+    c.user("do it")
+    c.say("Done: alerting reworked.\n- Only tier-1 DAGs post to #data-alerts, after their retries.\n"
+          "- Everything else goes to a daily digest at 09:00.")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "tier-1" in d["text"] and "daily digest" in d["text"]
+
+
+def test_a_change_retires_rules_on_the_code_it_changes_not_on_code_it_mentions_in_passing(env):
+    home = env[0]
+    c = chat(env, "s1")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "finance.py"))
+    c.say("I'd give `finance_close` priority weight 10 and let it retry 3 times.")
+    c.user("yes")
+    c.stop(home, run=True)
+    c = chat(env, "s2", days=10)
+    c.user("heads up: we moved the warehouse to Medium. so bump the snowflake pool to 16 slots, 8 wastes half of it")
+    c.say("Done: the `snowflake` pool has 16 slots now. `finance_close` keeps its priority weight.")
+    c.stop(home, run=True)
+    assert [d["status"] for d in decisions(home)] == ["active"]
