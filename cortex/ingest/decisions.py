@@ -33,7 +33,7 @@ AGREE_RE = re.compile(
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
     r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|go(?=\W*$)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
     r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
-CHOOSE_RE = re.compile(r"^\s*(?:\*\*)?(?P<bare>[A-Z])(?:\*\*)?(?:[.,:!)]|\s*$|\s+(?:but|and|with|then|please|pls)\b)|"
+CHOOSE_RE = re.compile(r"^\s*(?:\*\*)?(?P<bare>[A-Z1-9])(?:\*\*)?(?:[.,:!)]|\s*$|\s+(?:but|and|with|then|please|pls)\b)|"
                        r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
                        r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"
@@ -127,7 +127,8 @@ ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+
                     r"make\s+sense)|\b(?:ok|okay|agreed|alright)|\bgood\s+with\s+(?:that|this)|\bfine\s+with\s+(?:that|"
                     r"this)|\bwhat\s+do\s+you\s+think|\bany\s+objections?|\bshall\s+I\s+(?:go\s+ahead|proceed)|"
                     r"\bshould\s+I\s+(?:go\s+ahead|proceed)|\bwant\s+me\s+to\s+(?:go\s+ahead|proceed)|\bwork\s+for\s+you|"
-                    r"\byour\s+call|\bwhich\s+(?:one|option)\s+do\s+you\s+prefer)\s*\??\s*$", re.I)
+                    r"\byour\s+call|\bwhich\s+(?:one\s+|option\s+)?(?:do\s+you\s+(?:prefer|want)|would\s+you\s+(?:prefer|like|pick)))"
+                    r"\s*\??\s*$", re.I)
 NARRATION_RE = re.compile(r"^(?:(?:now|first|next|then|ok(?:ay)?|great|alright),?\s+)?(?:let\s+me|I'?ll|I\s+will|I'?m\s+"
                           r"going\s+to|I\s+am\s+going\s+to|I'?m)\s+(?:now\s+|first\s+)?(?:read|check|look|run|open|"
                           r"search|grep|inspect|start|examine|review|see|find|view|list|explore|investigate|try|"
@@ -140,6 +141,7 @@ WEAK_ACTION_RE = re.compile(r"\b(?:want|would\s+you\s+like)\s+me\s+to\s+(?:run|r
 HYPOTHETICAL_RE = re.compile(r"^(?:if\s+we|if\s+you|suppose|imagine|in\s+theory|hypothetically|one\s+option\s+would|"
                              r"another\s+option|alternatively|or\s+we\s+could)\b|\b(?:we|you)\s+could\s+(?:also\s+)?"
                              r"\w+.*\bor\b", re.I)
+NUMBERED_RE = re.compile(r"(?m)^\s*(?:\*\*)?(?P<n>[1-9])[.)](?:\*\*)?\s+(?P<text>.+)$")
 OPTION_RE = re.compile(r"(?im)^\s*(?:[-*]\s*)?(?:\*\*)?(?:option|approach|choice|variant|plan)\s+(?P<label>[A-Z1-9])\b"
                        r"(?:\*\*)?\s*(?:[:.)—–-]|\*\*)\s*(?:\*\*)?\s*(?P<text>.+)$|^\s*(?:\*\*)?(?P<label2>[A-C])[.)]"
                        r"(?:\*\*)?\s+(?P<text2>.+)$")
@@ -355,6 +357,16 @@ def _proposal(prose: str, tidied: list):
         if label not in options and len(body.split()) >= 2:
             options[label] = body
     rec = RECOMMEND_RE.search(prose)
+    numbered = {}
+    if not options:
+        # a numbered list is the options when the turn picks one by its number ("I'd go with 2"); else the
+        # reply may pick one by number ("2, but cap each batch at 7 days"), so it is kept aside for that
+        for m in NUMBERED_RE.finditer(prose):
+            body = _tidy(m.group("text"))
+            if m.group("n") not in numbered and len(body.split()) >= 2:
+                numbered[m.group("n")] = body
+        if rec and rec.group("label") in numbered:
+            options, numbered = numbered, {}
     recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
     sents = [s for s in tidied if s and not OPTION_RE.match(s)]
     picked, asked = [], False
@@ -383,7 +395,10 @@ def _proposal(prose: str, tidied: list):
     if not asked and not options and not any(PROPOSING_WORD_RE.search(p)
                                              or FIRM_RE.match(p) and len(prose.split()) <= 120 for p in picked):
         return None
-    return {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
+    out = {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
+    if len(numbered) >= 2:
+        out["numbered"] = numbered
+    return out
 
 
 def _statement(proposal: str) -> str:
@@ -544,7 +559,7 @@ def user_turn(text: str, st: dict):
     if prop and (choose or agree or cond_only) and not DECLINE_RE.match(prose) and not UNDECIDED_RE.search(prose):
         statement = None
         if choose:
-            opts = prop.get("options") or {}
+            opts = prop.get("options") or prop.get("numbered") or {}
             label = choose.group("label") or choose.group("bare")
             if choose.group("ord") and opts:
                 keys = sorted(opts)
@@ -676,7 +691,9 @@ def _parts(line: str) -> list:
 def summary_of(text: str, weak: bool = False, prose: str = None, dictated: bool = False):
     """The decision an assistant turn sums up ("So we agreed: ...", "Got it — rule: ..."), or None.
     `weak`: right after the user agreed, a plainer restatement counts too ("OK: ...", "Done: `x()` now ...");
-    `dictated`: right after the user stated what to do, the assistant's "Got it: <restatement>" counts.
+    `dictated`: right after the user stated what to do, the assistant's "Got it: <restatement>" counts; and
+    when what the user stated sets a value (SETS_VALUES: "ok pool with 8 slots, put every snowflake task in
+    it"), the report of it done ("Done: - New Airflow pool `snowflake` with 8 slots ...") counts too.
     `prose`: _prose(text), when the caller has it."""
     prose = _prose(text) if prose is None else prose
     lines = prose.split("\n")
@@ -689,7 +706,8 @@ def summary_of(text: str, weak: bool = False, prose: str = None, dictated: bool 
                 m = RECAP_RE.match(part)
                 if not m or not (weak or m.group("strong")):
                     done = DONE_RECAP_RE.match(part) if (weak or dictated) and i == 0 and part is line else None
-                    if not done or not weak and not (done.group("heard") and done.group("sep") in ":—–"):
+                    if not done or not weak and not (done.group("heard") and done.group("sep") in ":—–"
+                                                     or dictated == SETS_VALUES and not done.group("heard")):
                         continue
                     m = done
             body = m.group("body").strip()
@@ -801,12 +819,23 @@ def step(kind: str, text: str, st: dict, key_base: str):
         if not answers:
             st["exchange"] = _mention([], text, "user")
         st["on_rule"] = bool(st.get("accepted"))
+        st["dictated"] = None
         if not found and not st.get("proposal") and dictates(text):
-            st["dictated"] = True  # "so: deposit is forfeited if the client cancels less than 24 hours before"
+            # "so: deposit is forfeited if the client cancels less than 24 hours before"
+            # a value set in answer to what the assistant said ("ok pool with 8 slots ..." after its analysis),
+            # not a task the session opens with ("Set the cache TTL of `load_catalog()` to 60 seconds"; a
+            # change to code no rule speaks of is kept only when it replaces one: change_request)
+            st["dictated"] = SETS_VALUES if st.get("heard") and VALUE_RE.search(_prose(text)) else 1
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
         prose = _prose(text)
-        summ = summary_of(text, weak=bool(acc), prose=prose, dictated=bool(st.pop("dictated", None)))
+        dictated = st.get("dictated")
+        st["heard"] = True  # the assistant has spoken in this session
+        summ = summary_of(text, weak=bool(acc), prose=prose, dictated=dictated)
+        # a plain statement is restated in the next turn or not at all; one that sets a value is reported done
+        # once, in any turn before the user speaks again
+        if summ or dictated != SETS_VALUES:
+            st.pop("dictated", None)
         if summ:
             if acc:
                 t = summ
@@ -860,6 +889,11 @@ RETRACT_RE = re.compile(r"\b(?:you'?re\s+right|good\s+(?:point|catch)|fair\s+poi
                         r"proposal))|not\s+worth\s+it|(?:that|it)\s+(?:would|wouldn'?t)\s+(?:not\s+)?work)\b", re.I)
 # a question that points back at what was proposed ("is that overkill?", "does it handle retries?")
 POINTS_BACK_RE = re.compile(r"\b(?:that|this|it|those|these|them)\b", re.I)
+
+
+SETS_VALUES = 2  # st["dictated"]: the user's statement sets a value (a number, always/never/only/every ...)
+VALUE_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])|\b(?:always|never|only|except|every|all|none|max|min|"
+                      r"maximum|minimum|at\s+most|at\s+least|no\s+more\s+than|per)\b", re.I)
 
 
 def dictates(text: str) -> bool:

@@ -231,3 +231,29 @@ def test_a_change_retires_rules_on_the_code_it_changes_not_on_code_it_mentions_i
     c.say("Done: the `snowflake` pool has 16 slots now. `finance_close` keeps its priority weight.")
     c.stop(home, run=True)
     assert [d["status"] for d in decisions(home)] == ["active"]
+
+
+def test_a_numbered_option_picked_by_its_number_is_the_decision(env):
+    home = env[0]
+    c = chat(env, "n3")
+    c.tool("Read", file_path=os.path.join(env[1], "tools", "backfill.py"))
+    c.say("Two ways:\n\n1. `airflow dags backfill` over the whole year, on the nightly warehouse.\n"
+          "2. Extend `tools/backfill.py` to run dbt in date batches on its own warehouse.\n\nWhich do you prefer?")
+    c.user("2, but cap each batch at 7 days so a failure at 3am doesnt redo a month")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert d["text"].startswith("Extend `tools/backfill.py`") and "7 days" in d["text"]
+
+
+def test_a_value_the_user_sets_after_the_assistants_analysis_is_kept_as_the_done_report_states_it(env):
+    home = env[0]
+    c = chat(env, "v2")
+    c.tool("Read", file_path=os.path.join(env[1], "infra", "pools.json"))
+    c.say("The warehouse runs at most 8 queries at once and 30 more queue; nine DAGs start between 05:30 and 06:00.")
+    c.user("ok pool with 8 slots, put every snowflake task in it. and finance close gets priority")
+    c.say("Three DAGs call the operator directly; adding the pool there too.")
+    c.say("Done:\n- New Airflow pool `snowflake` with 8 slots, in `infra/airflow/pools.json`.\n"
+          "- finance_close tasks get priority weight 10.")
+    c.stop(home, run=True)
+    [d] = decisions(home)
+    assert "`snowflake` with 8 slots" in d["text"] and "priority weight 10" in d["text"]
