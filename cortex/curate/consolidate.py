@@ -21,6 +21,7 @@ REPLACED_VALUE_RE = re.compile(r"\b(?:instead\s+of|rather\s+than|not|from|scratc
                                r"about)\s+[^.,;:]{0,40}", re.I)
 CHANGE_MIN_SCORE = 0.4  # a confirmed change replaces an earlier rule this close (`_amend_score`: 0.3 of it when
                         # both set numbers, the rest wording apart from the name)
+MANY_NAMES = 4  # a decision naming more code than this is a report on several things (_subject_targets)
 AMEND_PROBE = 32       # earlier rules an amendment compares, at most, among those naming its subject otherwise
 MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "todo"}
 # One record per session, so the normalizer never merges them; `cortex consolidate` groups identical or
@@ -48,6 +49,7 @@ AMEND_RE = re.compile(
     r"(?:earlier|old|previous|original|former|prior)\s+(?:rule|decision|policy|agreement)\s+(?:is|was)\s+(?:gone|dropped|replaced|void|obsolete)|"
     r"no\s+longer|from\s+now\s+on|going\s+forward|(?:new|updated|revised|changed|amended)\s+rule|"
     r"rule\s+change|chang(?:e|es|ed|ing)\s+the\s+rule|updat(?:e|es|ed|ing)\s+(?:to\s+)?the\s+rule)\b", re.I)
+WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 POLARITY = ("always", "never", "only", "except", "unless", "not", "no", "don't", "without", "must", "allow",
             "forbid", "reject", "accept", "skip", "keep", "drop", "ours", "theirs", "before", "after")
@@ -311,8 +313,11 @@ class Consolidator:
         scored = {}
         # the code the change is about is the first it names ("The `snowflake` pool has 16 slots ...
         # `finance_close` keeps its priority weight" changes the pool, not what finance_close's rules say)
+        # ... found by its name, or by its words when the rule says them apart ("`SENSOR_TIMEOUT` is 90
+        # minutes" changes "one `SFTPSensor` per store, `timeout` 3 hours")
         for ident in idents[:1]:
-            for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id")):
+            found = self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id"))
+            for rid in sorted(set(found) | set(self._word_matches(dict(rec, id=rec.get("id")), [ident]))):
                 other = self._earlier(rid, rec)
                 if other is None or rid in scored:
                     continue
@@ -322,6 +327,12 @@ class Consolidator:
                 if theirs - mine and mine - theirs:
                     scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
         best = max(scored.values()) if scored else 0.0
+        # the user named the value it replaces ("from 3 hours to 90 minutes"): the rule on the subject that
+        # holds it is the one, however it is worded
+        said_old = values(" ".join(m.group(0) for m in REPLACED_VALUE_RE.finditer(rec["text"])))
+        named = [rid for rid in scored if said_old & values(self.store.get(rid)["text"]) - {"not", "no"}]
+        if named and best < CHANGE_MIN_SCORE:
+            return sorted(named)
         return sorted(rid for rid, sc in scored.items() if sc == best) if best >= CHANGE_MIN_SCORE else []
 
     def _earlier(self, rid, rec):
@@ -376,6 +387,12 @@ class Consolidator:
         amend = says_it_updates(rec["text"])
         my_files = list(rec.get("files") or ()) + named_files(rec["text"])
         if not idents and not (amend and my_files):
+            return []
+        if len(set(idents)) > MANY_NAMES and not AMEND_RE.search(WEAK_AMEND_RE.sub(" ", rec["text"])):
+            # a report of work on several things ("Alerting reworked: only tier-1 DAGs post: `pos_daily`,
+            # `shopify_orders` ...; retries no longer post ...") names the rules it touches in passing: it
+            # replaces one only when it says so of a rule ("replaces the earlier rule"), not by an item's
+            # "no longer"
             return []
         mine = terms(rec["text"])
         my_values = values(rec["text"])

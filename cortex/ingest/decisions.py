@@ -225,6 +225,27 @@ def change_request(text: str):
     return {"names": names, "text": " ".join(x.rstrip(".") + "." for x in said if x)}
 
 
+# the value a change request says it replaces: "from 3 hours to 90 minutes", "instead of 24h"
+OLD_VALUE_RE = re.compile(r"\b(?:from|instead\s+of|rather\s+than)\s+(?P<old>\d+(?:[.,]\d+)?\s*(?:[a-z]+\b)?)"
+                          r"(?=[^.;]{0,40}?\bto\b|)", re.I)
+
+
+def _with_old_value(done: str, request: str) -> str:
+    """The confirmed change with the value the user said it replaces, when the user said one and the change
+    does not: "`SENSOR_TIMEOUT` is 90 minutes (instead of 3 hours)."  consolidate.changed_targets then knows
+    which earlier rule holds the old value."""
+    m = OLD_VALUE_RE.search(request or "")
+    if not m or re.search(r"\b(?:instead\s+of|rather\s+than|from)\b", done, re.I):
+        return done
+    old = " ".join(m.group("old").split())
+    if old.split()[0] in NUMBER_TOKEN_RE.findall(done):
+        return done  # the "old" value is the one the change sets
+    return "%s (instead of %s)." % (done.rstrip(". "), old)
+
+
+NUMBER_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)?")
+
+
 def change_confirmed(prose: str, names: list):
     """The sentence of an assistant turn that states how one of `names` behaves now, or None: it says "now"
     (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()` runs at 04:00")."""
@@ -859,7 +880,7 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 done = cap_first(change["text"])
             change["turns"] += 1
             if done:
-                out.append(("decision", done, CHANGED, "changed", None))
+                out.append(("decision", _with_old_value(done, change["text"]), CHANGED, "changed", None))
             if done or change["turns"] >= CHANGE_TURNS:
                 st["change"] = None
         st["accepted"] = None

@@ -257,3 +257,22 @@ def test_a_value_the_user_sets_after_the_assistants_analysis_is_kept_as_the_done
     c.stop(home, run=True)
     [d] = decisions(home)
     assert "`snowflake` with 8 slots" in d["text"] and "priority weight 10" in d["text"]
+
+
+def test_a_change_that_names_the_value_it_replaces_retires_the_rule_holding_it(env):
+    home = env[0]
+    c = chat(env, "f1")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "pos_daily.py"))
+    c.say("I'd give `pos_daily` one `SFTPSensor` per store in reschedule mode with a `timeout` of 3 hours, then "
+          "load what arrived and flag the missing stores on the finance dashboard.")
+    c.user("yes")
+    c.stop(home, run=True)
+    [old] = decisions(home)
+    c = chat(env, "f2", days=30)
+    c.user("we're changing the pos sensor timeout from 3 hours to 90 minutes. finance close moved to 06:30")
+    c.tool("Edit", file_path=os.path.join(env[1], "dags", "pos_daily.py"), old_string="3", new_string="1.5")
+    c.say("Done: `SENSOR_TIMEOUT` is 90 minutes, so the 04:00 run stops waiting at 05:30.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    assert "90 minutes" in new["text"] and "instead of 3 hours" in new["text"]
+    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
