@@ -226,8 +226,8 @@ def change_request(text: str):
 
 
 # the value a change request says it replaces: "from 3 hours to 90 minutes", "instead of 24h"
-OLD_VALUE_RE = re.compile(r"\b(?:from|instead\s+of|rather\s+than)\s+(?P<old>\d+(?:[.,]\d+)?\s*(?:[a-z]+\b)?)"
-                          r"(?=[^.;]{0,40}?\bto\b|)", re.I)
+OLD_VALUE_RE = re.compile(r"\bfrom\s+(?P<old>\d+(?:[.,]\d+)?\s*(?:[a-z]+\b)?)\s+to\s+\d|"
+                          r"\b(?:instead\s+of|rather\s+than)\s+(?P<old2>\d+(?:[.,]\d+)?\s*(?:[a-z]+\b)?)", re.I)
 
 
 def _with_old_value(done: str, request: str) -> str:
@@ -237,7 +237,7 @@ def _with_old_value(done: str, request: str) -> str:
     m = OLD_VALUE_RE.search(request or "")
     if not m or re.search(r"\b(?:instead\s+of|rather\s+than|from)\b", done, re.I):
         return done
-    old = " ".join(m.group("old").split())
+    old = " ".join((m.group("old") or m.group("old2")).split())
     if old.split()[0] in NUMBER_TOKEN_RE.findall(done):
         return done  # the "old" value is the one the change sets
     return "%s (instead of %s)." % (done.rstrip(". "), old)
@@ -371,12 +371,19 @@ def proposal_of(text: str):
 
 def _proposal(prose: str, tidied: list):
     """proposal_of, given the turn's prose and its sentences tidied (step computes them once a turn)."""
-    options = {}
-    for m in OPTION_RE.finditer(prose):
+    options, downsides = {}, {}
+    found = list(OPTION_RE.finditer(prose))
+    for j, m in enumerate(found):
         label = (m.group("label") or m.group("label2")).upper()
         body = _tidy(m.group("text") or m.group("text2"))
         if label not in options and len(body.split()) >= 2:
             options[label] = body
+            # what the turn says against it, in its own paragraph ("- But in poke mode the sensor holds a
+            # worker slot the whole time"): the reason it is turned down when another option is picked
+            block = prose[m.end():found[j + 1].start() if j + 1 < len(found) else len(prose)].split("\n\n")[0]
+            against = DOWNSIDE_RE.search(_tidy(body + " " + block.replace("\n", " ")))
+            if against:
+                downsides[label] = against.group("reason").strip().rstrip(".")
     rec = RECOMMEND_RE.search(prose)
     numbered = {}
     if not options:
@@ -417,6 +424,8 @@ def _proposal(prose: str, tidied: list):
                                              or FIRM_RE.match(p) and len(prose.split()) <= 120 for p in picked):
         return None
     out = {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
+    if downsides:
+        out["downsides"] = downsides
     if len(numbered) >= 2:
         out["numbered"] = numbered
     return out
@@ -588,6 +597,11 @@ def user_turn(text: str, st: dict):
                 label = keys[idx] if -len(keys) <= idx < len(keys) else None
             if label and label.upper() in opts:
                 statement = cap_first(opts[label.upper()].rstrip(".") + ".")
+                for other, why in sorted((prop.get("downsides") or {}).items()):
+                    if other != label.upper() and other in opts and len(why.split()) >= 3:
+                        # (no subject prefix: the exchange's names are the options' details, not theirs)
+                        lead.append(("rejected", _rejection(_alt_of(opts[other]), why, None, {}),
+                                     USER_REJECTED - 0.1, "rejected"))
             rest = prose[choose.end():]
         else:
             rest = prose[agree.end():] if agree else prose
@@ -611,6 +625,18 @@ def user_turn(text: str, st: dict):
             out.extend(lead)
             out.append((AGREED, "", ACCEPTED, "accepted"))
             return out
+    # the user turns the proposal down with a reason ("hmm no. 1 hour before is useless, if they can't come at
+    # that point they can't rebook"): the proposal is what was turned down
+    if prop and prop.get("text") and not prop.get("options") and not UNDECIDED_RE.search(prose):
+        no = PROPOSAL_DECLINED_RE.match(prose)
+        reason = _tidy(prose[no.end():]) if no else ""
+        first = [x for x in LOOSE_SENT_RE.split(reason) if x and x.strip()][:1]
+        if (first and not first[0].rstrip().endswith("?") and len(first[0].split()) >= 5
+                and REASON_CUE_RE.search(first[0]) and not POSTPONE_RE.search(first[0])):
+            statement = _statement(prop["text"]).rstrip(".")
+            if len(statement.split()) >= 3:
+                return out + [("rejected", _rejection(statement[:1].lower() + statement[1:], first[0], prop, st),
+                               USER_REJECTED - 0.05, "rejected")]
     # the user turns down the alternative with a reason, and maybe says what to do instead
     sents = list(_sentences(prose))
     for i, s in enumerate(sents):
@@ -671,6 +697,15 @@ def _ruled_out(s: str, nxt: str):
     if UNDECIDED_RE.search(s) or POSTPONE_RE.search(s) or re.search(r"\b(?:yet|decide|choose|pick)\b", found[0], re.I):
         return None
     return found
+
+
+# a reply that opens by turning the proposal down, then says why
+PROPOSAL_DECLINED_RE = re.compile(r"^\s*(?:(?:hmm+|hm|well|sorry|honestly|nah|nope|no+)\b[\s,.!:;—–-]*)*"
+                                  r"(?:no+|nope|nah)\b[\s,.!:;—–-]+", re.I)
+# ... and the reason says why (a judgement or a consequence), not what to do or when
+REASON_CUE_RE = re.compile(r"\b(?:because|since|too|useless|pointless|overkill|won'?t|can'?t|cannot|couldn'?t|"
+                           r"doesn'?t|don'?t|isn'?t|aren'?t|wouldn'?t|breaks?|slow|expensive|risky|unsafe|wrong|"
+                           r"bad|fails?|costs?|leaks?|means|never|would|lose|loses)\b", re.I)
 
 
 def _rejection(alt: str, reason: str, prop, st) -> str:
@@ -828,7 +863,14 @@ def step(kind: str, text: str, st: dict, key_base: str):
         st["change"] = dict(change, turns=0) if change else None
         ch = CHALLENGE_RE.match(_tidy(_prose(text)))
         pending = st.get("proposal")
-        if pending and not found and ch:
+        if not pending and not found and not ch:
+            # "... they need something they can file. can't we just show the first 8 chars of the uuid?": the
+            # turn's last sentence suggests X before anything is proposed
+            last = [x for x in LOOSE_SENT_RE.split(_prose(text)) if x and x.strip()][-1:]
+            ch = CHALLENGE_RE.match(_tidy(last[0])) if last else None
+            st["proposal"] = None
+            st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None} if ch else None
+        elif pending and not found and ch:
             # "why not just X?" about the pending proposal: still pending, X is the alternative
             st["alternative"] = {"text": ch.group("alt"), "by": "user", "reason": None}
         elif pending and not found and not pending.get("asked") and asks_about(text, pending):
@@ -891,6 +933,14 @@ def step(kind: str, text: str, st: dict, key_base: str):
         pending = st.get("alternative")
         if prop:
             st["proposal"], st["alternative"] = prop, None
+            if pending and pending.get("by") == "user" and not pending.get("reason") and not alt:
+                # the user's X argued against and something else proposed in one turn ("First 8 characters of a
+                # UUID would be shorter but still random: ... Proposal: per-clinic sequential numbers"): a yes
+                # to the proposal turns X down with that reason
+                counter = COUNTER_RE.search(prose)
+                if counter and mentions_any(_tidy(prose[:counter.start()]).lower(),
+                                            [w for w in _alt_words(pending["text"])][:3] or [""]):
+                    st["alternative"] = dict(pending, reason=counter.group("reason"))
         elif (st.get("proposal") or {}).get("asked") and RETRACT_RE.search(prose):
             st["proposal"] = st["alternative"] = None  # "good point, let's not cache it": the answer takes it back
         if alt:
@@ -937,6 +987,22 @@ def asks_about(text: str, proposal: dict) -> bool:
     from cortex.store.terms import tokenize
     said = " ".join([proposal.get("text") or ""] + list((proposal.get("options") or {}).values()))
     return bool(set(tokenize(prose)) & set(tokenize(said)))
+
+
+# an option's downside, as the turn states it under the option
+DOWNSIDE_RE = re.compile(r"(?:^|[.;]\s+|\s[-–—]\s|,\s+)(?:but|however|downside:?|the\s+(?:catch|problem|downside)\s+is"
+                         r"(?:\s+that)?|except\s+that)\s*,?\s+(?P<reason>[^.!?]{10,})", re.I)
+
+
+def _alt_of(option: str) -> str:
+    """An option's text as the thing turned down: its first clause, its lead word lower-cased."""
+    first = re.split(r"(?<=[.;])\s+|\s+\(", option.strip(), maxsplit=1)[0].rstrip(".;: ")
+    return first[:1].lower() + first[1:] if first[:2] != first[:2].upper() else first
+
+
+def _alt_words(alt: str) -> list:
+    """The words of an alternative the assistant's counter-argument would repeat: its longest first."""
+    return sorted((w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9_-]{3,}", alt or "")), key=lambda w: -len(w))
 
 
 def _covered(cond: str, summ: str) -> bool:

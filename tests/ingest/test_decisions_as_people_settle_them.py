@@ -276,3 +276,43 @@ def test_a_change_that_names_the_value_it_replaces_retires_the_rule_holding_it(e
     [new] = decisions(home, "active")
     assert "90 minutes" in new["text"] and "instead of 3 hours" in new["text"]
     assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+
+
+def test_a_proposal_turned_down_with_a_reason_is_a_rejected_record(env):
+    home = env[0]
+    c = chat(env, "rj1")
+    c.tool("Read", file_path=os.path.join(env[1], "reminders", "tasks.py"))
+    c.say("I'd enqueue two reminders from `schedule_reminders()`: 24 hours and 1 hour before the appointment.")
+    c.user("hmm no. 1 hour before is useless, if they can't come at that point they can't rebook")
+    c.stop(home, run=True)
+    [r] = [x for x in (read(p) for p in iter_paths(home.records)) if x["type"] == "rejected"]
+    assert r["text"].startswith("Not enqueue two reminders") and "can't rebook" in r["text"]
+
+
+def test_what_the_user_suggested_before_any_proposal_is_turned_down_by_agreeing_to_the_counter_proposal(env):
+    home = env[0]
+    c = chat(env, "rj2")
+    c.user("accountant says our invoice numbers are useless, they're the uuid. can't we just show the first 8 "
+           "chars of the uuid?")
+    c.tool("Read", file_path=os.path.join(env[1], "billing", "models.py"))
+    c.say("The first 8 characters would be shorter but still random: no order, so gaps can't be seen. "
+          "I'd number invoices per clinic with the clinic's prefix in `next_invoice_number()`.")
+    c.user("ok do that")
+    c.stop(home, run=True)
+    [r] = [x for x in (read(p) for p in iter_paths(home.records)) if x["type"] == "rejected"]
+    assert "first 8 chars of the uuid" in r["text"] and "still random" in r["text"]
+
+
+def test_the_options_not_picked_are_turned_down_with_the_downside_the_assistant_gave(env):
+    home = env[0]
+    c = chat(env, "rj3")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "pos_daily.py"))
+    c.say("Options:\n\n**A. Just raise the timeout** to 3 hours on the one sensor.\n"
+          "- But in poke mode the sensor holds a worker slot the whole time.\n\n"
+          "**B. One sensor per store in reschedule mode, then load whatever arrived.**\n\n"
+          "**C. Keep failing the whole run** and rerun by hand.\n\nI'd go with B.")
+    c.user("B")
+    c.stop(home, run=True)
+    rejected = [x["text"] for x in (read(p) for p in iter_paths(home.records)) if x["type"] == "rejected"]
+    assert rejected == ["Not raise the timeout to 3 hours on the one sensor: in poke mode the sensor holds a worker "
+                        "slot the whole time."]  # C gave no reason: not kept
