@@ -315,9 +315,12 @@ class Consolidator:
         # `finance_close` keeps its priority weight" changes the pool, not what finance_close's rules say)
         # ... found by its name, or by its words when the rule says them apart ("`SENSOR_TIMEOUT` is 90
         # minutes" changes "one `SFTPSensor` per store, `timeout` 3 hours")
+        said_old = values(" ".join(m.group(0) for m in REPLACED_VALUE_RE.finditer(rec["text"])))
         for ident in idents[:1]:
-            found = self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id"))
-            for rid in sorted(set(found) | set(self._word_matches(dict(rec, id=rec.get("id")), [ident]))):
+            found = set(self._subject_matches(rec["scope_id"], "decision", subject_terms(ident), rec.get("id")))
+            if said_old - {"not", "no"}:  # (by its words only when the user said which value it replaces)
+                found |= set(self._word_matches(dict(rec, id=rec.get("id")), [ident]))
+            for rid in sorted(found):
                 other = self._earlier(rid, rec)
                 if other is None or rid in scored:
                     continue
@@ -329,7 +332,6 @@ class Consolidator:
         best = max(scored.values()) if scored else 0.0
         # the user named the value it replaces ("from 3 hours to 90 minutes"): the rule on the subject that
         # holds it is the one, however it is worded
-        said_old = values(" ".join(m.group(0) for m in REPLACED_VALUE_RE.finditer(rec["text"])))
         named = [rid for rid in scored if said_old & values(self.store.get(rid)["text"]) - {"not", "no"}]
         if named and best < CHANGE_MIN_SCORE:
             return sorted(named)

@@ -971,8 +971,10 @@ def dictates(text: str) -> bool:
     """Whether a user's turn states something to do or to hold (no question, nothing put off or left open):
     the assistant's "Got it: <restatement>" after it is then the rule the user set."""
     prose = _prose(text).strip()
+    # what is put off after the rule is another matter ("12 hours idle, no remember me. PIN switch maybe later")
+    first = next((x for x in LOOSE_SENT_RE.split(prose) if x and x.strip()), "")
     return bool(prose) and "?" not in prose and len(prose.split()) >= 5 and not (
-        UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose) or HYPOTHETICAL_RE.match(prose))
+        UNDECIDED_RE.search(first) or POSTPONE_RE.search(first) or HYPOTHETICAL_RE.match(prose))
 
 
 def asks_about(text: str, proposal: dict) -> bool:

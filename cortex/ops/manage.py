@@ -691,7 +691,9 @@ def scrub_cursor_state(home, recs: list) -> int:
         return 0
 
     def quoted(s):
-        return isinstance(s, str) and bool(s.strip()) and any(s in t for t in texts)
+        # (the state may keep a sentence with the full stop the record's quote of it lacks)
+        core = s.strip().rstrip(".!?;:") if isinstance(s, str) else ""
+        return bool(core) and any(s in t or core in t for t in texts)
 
     cursors = read_cursors(home.cursors)
     n = 0
