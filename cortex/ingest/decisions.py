@@ -200,6 +200,10 @@ CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|
                              r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
 NOW_STATES_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)(?<!as\sof\s)\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
                            r"decreased|reduced|extended|shortened)\b.{0,120}\bto\b", re.I)
+# a user turn that leaves a requested change waiting: an acknowledgement, or a question on the side
+SIDE_REPLY_RE = re.compile(r"^(?:(?:yes|yep|yeah|ok(?:ay)?|sure|fine|good|great|thanks?|thx|ty|cool|nice|right|"
+                           r"go(?:\s+ahead)?|do\s+it|please\s+do)\b[\s,.!]*)+(?:$|(?:and|but|also|what|how|do|does|"
+                           r"did|is|are|can|could|will|should)\b[^\n]{0,160}\?\s*$)|^[^\n]{0,160}\?\s*$", re.I)
 CHANGE_TURNS = 4  # assistant entries (text between tool calls) a change request waits for its confirmation
 # the assistant reports the change made without restating it ("Done. The tests pass."): the user's request,
 # in the user's words, is then the candidate
@@ -860,7 +864,13 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 st["accepted"] = {"key": key, "text": t}
                 st["settled"] = {"key": key, "text": t, "conf": conf, "age": 0}
         change = None if any(f[0] == "decision" for f in found) else change_request(text)
-        st["change"] = dict(change, turns=0) if change else None
+        waiting = st.get("change")
+        if change:
+            st["change"] = dict(change, turns=0)
+        elif not (waiting and not found and SIDE_REPLY_RE.match(_prose(text).strip())):
+            st["change"] = None
+        # (a change still waits for its confirmation across the user's short reply or side question in
+        # between: "fine. and the refunds we already missed since may?" ... "yes" ... "Done: ... now 7 days")
         ch = CHALLENGE_RE.match(_tidy(_prose(text)))
         pending = st.get("proposal")
         if not pending and not found and not ch:

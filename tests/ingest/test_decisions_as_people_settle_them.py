@@ -316,3 +316,25 @@ def test_the_options_not_picked_are_turned_down_with_the_downside_the_assistant_
     rejected = [x["text"] for x in (read(p) for p in iter_paths(home.records)) if x["type"] == "rejected"]
     assert rejected == ["Not raise the timeout to 3 hours on the one sensor: in poke mode the sensor holds a worker "
                         "slot the whole time."]  # C gave no reason: not kept
+
+
+def test_a_change_waits_for_its_confirmation_across_a_side_question(env):
+    home = env[0]
+    c = chat(env, "w1")
+    c.tool("Read", file_path=os.path.join(env[1], "models", "fct_sales.sql"))
+    c.say("I'd make `fct_sales` incremental with a merge on `sale_id` and a 3 days lookback on `sale_date`.")
+    c.user("yes")
+    c.stop(home, run=True)
+    [old] = decisions(home)
+    c = chat(env, "w2", days=20)
+    c.user("refund adjustments come up to a week late now. so we're changing the fct_sales lookback from 3 days "
+           "to 7 days. can you make that change")
+    c.say("Confirmed: 21% of refund adjustments arrive 4-7 days after the sale date.")
+    c.user("fine. and the refunds we already missed since may?")
+    c.say("Those are older than the window; a one-off backfill would pick them up. Run it?")
+    c.user("yes")
+    c.say("Done: fct_sales lookback is now 7 days (`fct_sales_lookback_days`), and May is backfilled.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    assert "7 days" in new["text"]
+    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
