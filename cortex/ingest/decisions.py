@@ -257,6 +257,7 @@ def change_confirmed(prose: str, names: list):
     for s in list(_sentences(prose))[:6]:
         s = CONFIRM_LEAD_RE.sub("", _tidy(s)).strip()
         if (not s or s.endswith("?") or len(s.split()) < 4 or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
+                or WILL_DO_RE.match(s)  # "I'll make every file import ...": what it will do, not how it is now
                 or not (done or NOW_STATES_RE.search(s))):
             continue
         # a request that named no code ("change the late cancellation window to 48 hours") is confirmed by a
@@ -981,8 +982,12 @@ def dictates(text: str) -> bool:
     """Whether a user's turn states something to do or to hold (no question, nothing put off or left open):
     the assistant's "Got it: <restatement>" after it is then the rule the user set."""
     prose = _prose(text).strip()
-    # what is put off after the rule is another matter ("12 hours idle, no remember me. PIN switch maybe later")
-    first = next((x for x in LOOSE_SENT_RE.split(prose) if x and x.strip()), "")
+    # what is put off after the rule is another matter ("12 hours idle, no remember me. PIN switch maybe
+    # later"); a value set "for now" is no rule ("run it with Harbourside for now, hours mon-fri 8-19")
+    sents = [x for x in LOOSE_SENT_RE.split(prose) if x and x.strip()]
+    first = sents[0] if sents else ""
+    if any(VALUE_RE.search(x) and (POSTPONE_RE.search(x) or UNDECIDED_RE.search(x)) for x in sents):
+        return False
     return bool(prose) and "?" not in prose and len(prose.split()) >= 5 and not (
         UNDECIDED_RE.search(first) or POSTPONE_RE.search(first) or HYPOTHETICAL_RE.match(prose))
 
