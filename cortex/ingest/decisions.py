@@ -678,12 +678,17 @@ def user_turn(text: str, st: dict):
             continue
         if POSTPONE_RE.search(s) and not re.search(r"\bfrom now on\b|\bgoing forward\b", s, re.I):
             continue
-        text_ = cap_first(s.rstrip(".") + ".")
+        # "oh and never retry on 4xx": the words that lead into the rule are not part of it
+        text_ = cap_first(RULE_LEAD_RE.sub("", s).rstrip(".") + ".")
         prefix = ""
         if not subjects(text_) and ANAPHORA_RE.search(text_):
             prefix = _subject_prefix(text_, prop and prop.get("text"), st.get("exchange"))
         out.append(("decision", prefix + text_, USER_RULE, "rule"))
     return out
+
+
+RULE_LEAD_RE = re.compile(r"^(?:(?:oh|and|also|btw|so|ok(?:ay)?|actually|but|wait|one\s+more\s+thing|important|"
+                          r"note)\b[\s,:!—–-]*)+(?=\S)", re.I)
 
 
 def _ruled_out(s: str, nxt: str):
