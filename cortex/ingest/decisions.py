@@ -250,12 +250,21 @@ def _with_old_value(done: str, request: str) -> str:
 NUMBER_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)?")
 
 
+# a turn that opens by reporting the change as a return or a switch ("Reverted to nightly retraining:")
+REVERTED_RE = re.compile(r"^(?:\*\*)?(?:reverted|rolled\s+back|switched(?:\s+back)?|moved(?:\s+back)?|went\s+back|"
+                         r"back)\s+to\b", re.I)
+
+
 def change_confirmed(prose: str, names: list):
     """The sentence of an assistant turn that states how one of `names` behaves now, or None: it says "now"
     (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()` runs at 04:00")."""
-    done = bool(CONFIRM_LEAD_RE.match(prose.lstrip()))
-    for s in list(_sentences(prose))[:6]:
+    done = bool(CONFIRM_LEAD_RE.match(prose.lstrip()) or REVERTED_RE.match(prose.lstrip()))
+    sents = list(_sentences(prose))
+    for i, s in enumerate(sents[:6]):
         s = CONFIRM_LEAD_RE.sub("", _tidy(s)).strip()
+        if s.endswith(":"):  # "Reverted to nightly retraining:" and the list of how it works now
+            items = [_tidy(x).rstrip(".;") for x in sents[i + 1:i + 5] if x.strip()]
+            s = s + " " + "; ".join(items) if items else s
         if (not s or s.endswith("?") or len(s.split()) < 4 or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
                 or WILL_DO_RE.match(s)  # "I'll make every file import ...": what it will do, not how it is now
                 or not (done or NOW_STATES_RE.search(s))):

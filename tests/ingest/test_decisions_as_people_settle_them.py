@@ -338,3 +338,23 @@ def test_a_change_waits_for_its_confirmation_across_a_side_question(env):
     [new] = decisions(home, "active")
     assert "7 days" in new["text"]
     assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+
+
+def test_a_revert_reported_as_a_list_retires_the_rule_it_reverts(env):
+    home = env[0]
+    c = chat(env, "rv1")
+    c.tool("Read", file_path=os.path.join(env[1], "dags", "forecast.py"))
+    c.say("I'd retrain weekly: `forecast_daily` only scores, and a new `forecast_train_weekly` DAG trains on "
+          "Sunday at 02:00.")
+    c.user("yes")
+    c.stop(home, run=True)
+    [old] = decisions(home)
+    c = chat(env, "rv2", days=30)
+    c.user("the weekly model missed the easter promo badly. revert to the old behaviour: retrain every night again")
+    c.tool("Edit", file_path=os.path.join(env[1], "dags", "forecast.py"), old_string="a", new_string="b")
+    c.say("Reverted to nightly retraining:\n- `forecast_daily` trains then scores every night at 01:00.\n"
+          "- `forecast_train_weekly` is deleted; the Sunday-only training is gone.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    assert new["text"].startswith("Reverted to nightly retraining: `forecast_daily` trains then scores every night")
+    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
