@@ -30,6 +30,21 @@ def chat(env, sid, days=0):
     return testkit.Chat(root, project, sid, T0 + days * 86400)
 
 
+def agreed_rule(env, sid, path, proposal):
+    """A chat that settles `proposal` (the assistant reads `path`, proposes, the user says yes): its record."""
+    c = chat(env, sid)
+    c.tool("Read", file_path=os.path.join(env[1], *path.split("/")))
+    c.say(proposal)
+    c.user("yes")
+    c.stop(env[0], run=True)
+    [rec] = decisions(env[0])
+    return rec
+
+
+def status_of(home, rec) -> str:
+    return read(next(p for p in iter_paths(home.records) if rec["id"] in p))["status"]
+
+
 def test_a_question_about_the_proposal_leaves_it_open_for_the_agreement_after_the_answer(env):
     home = env[0]
     c = chat(env, "q1")
@@ -136,12 +151,7 @@ def test_got_it_that_only_acknowledges_work_keeps_nothing(env, reply):
 
 def test_a_change_asked_for_without_naming_the_code_retires_the_rule_it_replaces(env):
     home = env[0]
-    c = chat(env, "r1")
-    c.tool("Read", file_path=os.path.join(env[1], "booking", "slots.py"))
-    c.say("I'd make `hold_slot()` hold the slot for 10 minutes, then release it to everyone.")
-    c.user("yes")
-    c.stop(home, run=True)
-    [old] = decisions(home)
+    old = agreed_rule(env, "r1", "booking/slots.py", "I'd make `hold_slot()` hold the slot for 10 minutes, then release it to everyone.")
     c = chat(env, "r2", days=20)
     c.user("Quick one: slot hold needs to be 15 minutes. people doing 3DS in their banking app keep losing it")
     c.tool("Edit", file_path=os.path.join(env[1], "booking", "slots.py"), old_string="10", new_string="15")
@@ -149,7 +159,7 @@ def test_a_change_asked_for_without_naming_the_code_retires_the_rule_it_replaces
     c.stop(home, run=True)
     [new] = decisions(home, "active")
     assert "15 minutes" in new["text"]
-    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+    assert status_of(home, old) == "superseded"
 
 
 def test_how_the_code_behaves_right_now_is_no_change_confirmed(env):
@@ -261,13 +271,8 @@ def test_a_value_the_user_sets_after_the_assistants_analysis_is_kept_as_the_done
 
 def test_a_change_that_names_the_value_it_replaces_retires_the_rule_holding_it(env):
     home = env[0]
-    c = chat(env, "f1")
-    c.tool("Read", file_path=os.path.join(env[1], "dags", "pos_daily.py"))
-    c.say("I'd give `pos_daily` one `SFTPSensor` per store in reschedule mode with a `timeout` of 3 hours, then "
+    old = agreed_rule(env, "f1", "dags/pos_daily.py", "I'd give `pos_daily` one `SFTPSensor` per store in reschedule mode with a `timeout` of 3 hours, then "
           "load what arrived and flag the missing stores on the finance dashboard.")
-    c.user("yes")
-    c.stop(home, run=True)
-    [old] = decisions(home)
     c = chat(env, "f2", days=30)
     c.user("we're changing the pos sensor timeout from 3 hours to 90 minutes. finance close moved to 06:30")
     c.tool("Edit", file_path=os.path.join(env[1], "dags", "pos_daily.py"), old_string="3", new_string="1.5")
@@ -275,7 +280,7 @@ def test_a_change_that_names_the_value_it_replaces_retires_the_rule_holding_it(e
     c.stop(home, run=True)
     [new] = decisions(home, "active")
     assert "90 minutes" in new["text"] and "instead of 3 hours" in new["text"]
-    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+    assert status_of(home, old) == "superseded"
 
 
 def test_a_proposal_turned_down_with_a_reason_is_a_rejected_record(env):
@@ -320,12 +325,7 @@ def test_the_options_not_picked_are_turned_down_with_the_downside_the_assistant_
 
 def test_a_change_waits_for_its_confirmation_across_a_side_question(env):
     home = env[0]
-    c = chat(env, "w1")
-    c.tool("Read", file_path=os.path.join(env[1], "models", "fct_sales.sql"))
-    c.say("I'd make `fct_sales` incremental with a merge on `sale_id` and a 3 days lookback on `sale_date`.")
-    c.user("yes")
-    c.stop(home, run=True)
-    [old] = decisions(home)
+    old = agreed_rule(env, "w1", "models/fct_sales.sql", "I'd make `fct_sales` incremental with a merge on `sale_id` and a 3 days lookback on `sale_date`.")
     c = chat(env, "w2", days=20)
     c.user("refund adjustments come up to a week late now. so we're changing the fct_sales lookback from 3 days "
            "to 7 days. can you make that change")
@@ -337,18 +337,13 @@ def test_a_change_waits_for_its_confirmation_across_a_side_question(env):
     c.stop(home, run=True)
     [new] = decisions(home, "active")
     assert "7 days" in new["text"]
-    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+    assert status_of(home, old) == "superseded"
 
 
 def test_a_revert_reported_as_a_list_retires_the_rule_it_reverts(env):
     home = env[0]
-    c = chat(env, "rv1")
-    c.tool("Read", file_path=os.path.join(env[1], "dags", "forecast.py"))
-    c.say("I'd retrain weekly: `forecast_daily` only scores, and a new `forecast_train_weekly` DAG trains on "
+    old = agreed_rule(env, "rv1", "dags/forecast.py", "I'd retrain weekly: `forecast_daily` only scores, and a new `forecast_train_weekly` DAG trains on "
           "Sunday at 02:00.")
-    c.user("yes")
-    c.stop(home, run=True)
-    [old] = decisions(home)
     c = chat(env, "rv2", days=30)
     c.user("the weekly model missed the easter promo badly. revert to the old behaviour: retrain every night again")
     c.tool("Edit", file_path=os.path.join(env[1], "dags", "forecast.py"), old_string="a", new_string="b")
@@ -357,4 +352,4 @@ def test_a_revert_reported_as_a_list_retires_the_rule_it_reverts(env):
     c.stop(home, run=True)
     [new] = decisions(home, "active")
     assert new["text"].startswith("Reverted to nightly retraining: `forecast_daily` trains then scores every night")
-    assert read(next(p for p in iter_paths(home.records) if old["id"] in p))["status"] == "superseded"
+    assert status_of(home, old) == "superseded"
