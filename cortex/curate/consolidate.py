@@ -49,8 +49,13 @@ AMEND_RE = re.compile(
     r"(?:earlier|old|previous|original|former|prior)\s+(?:rule|decision|policy|agreement)\s+(?:is|was)\s+(?:gone|dropped|replaced|void|obsolete)|"
     r"no\s+longer|from\s+now\s+on|going\s+forward|(?:new|updated|revised|changed|amended)\s+rule|"
     r"rule\s+change|chang(?:e|es|ed|ing)\s+the\s+rule|updat(?:e|es|ed|ing)\s+(?:to\s+)?the\s+rule)\b", re.I)
+STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
 WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
+# a number, also one a unit follows in code ("2.minutes", "60.days", "3.seconds")
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)")
+# a name set to a value in code ("FREE_CANCEL_WINDOW = 2.minutes", "maximumPoolSize = 20"): two rules that set
+# the same name to different values say different things, however differently the rest is worded
+ASSIGN_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])\s*(?:=|:=)\s*([^\s,;`)]+)")
 POLARITY = ("always", "never", "only", "except", "unless", "not", "no", "don't", "without", "must", "allow",
             "forbid", "reject", "accept", "skip", "keep", "drop", "ours", "theirs", "before", "after")
 POLARITY_RE = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(w) for w in POLARITY), re.I)
@@ -112,6 +117,14 @@ def values(text: str) -> frozenset:
     """What a rule sets, as far as words tell: its numbers and its polarity words (always, never, only,
     except, ...).  Two rules on one subject that differ here say different things."""
     return frozenset(NUMBER_RE.findall(text)) | frozenset(w.lower() for w in POLARITY_RE.findall(text))
+
+
+def reports_on_many(text: str, idents=None) -> bool:
+    """Whether a decision names more than MANY_NAMES pieces of code: a report of work on several things."""
+    if idents is None:
+        from cortex.curate.subjects import subjects
+        idents = subjects(text)
+    return len(set(idents)) > MANY_NAMES
 
 
 def says_it_updates(text: str) -> bool:
@@ -288,7 +301,14 @@ class Consolidator:
         `changed_targets` found for it before it was stored (it is stored only when that finds a rule)."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
-        mine = [rid for rid in replacing if rid != rec["id"]] if replacing else self._subject_targets(rec)
+        if replacing:
+            mine = [rid for rid in replacing if rid != rec["id"]]
+        else:
+            mine = self._subject_targets(rec)
+            if not mine and STATES_NOW_RE.search(rec["text"]) and not reports_on_many(rec["text"]):
+                # a rule that says how its code behaves now ("The free cancellation window is now 3 minutes
+                # (`FREE_CANCEL_WINDOW = 3.minutes`)") is a change, whichever way it was settled
+                mine = [rid for rid in self.changed_targets(rec) if rid != rec["id"]]
         retired = sorted(set(self._switch_targets(rec) + mine))
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
@@ -329,6 +349,11 @@ class Consolidator:
                 # minutes"); "now logs the attempt number (1 to 3)" keeps the rule's 3 and replaces nothing
                 if theirs - mine and mine - theirs:
                     scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
+        mine_set = dict(ASSIGN_RE.findall(rec["text"]))
+        for rid in scored:
+            theirs_set = dict(ASSIGN_RE.findall(self.store.get(rid)["text"]))
+            if any(theirs_set[k] != v for k, v in mine_set.items() if k in theirs_set):
+                scored[rid] = max(scored[rid], CHANGE_MIN_SCORE)  # the same name set to another value
         best = max(scored.values()) if scored else 0.0
         # the user named the value it replaces ("from 3 hours to 90 minutes"): the rule on the subject that
         # holds it is the one, however it is worded
@@ -390,7 +415,7 @@ class Consolidator:
         my_files = list(rec.get("files") or ()) + named_files(rec["text"])
         if not idents and not (amend and my_files):
             return []
-        if len(set(idents)) > MANY_NAMES and not AMEND_RE.search(WEAK_AMEND_RE.sub(" ", rec["text"])):
+        if reports_on_many(rec["text"], idents) and not AMEND_RE.search(WEAK_AMEND_RE.sub(" ", rec["text"])):
             # a report of work on several things ("Alerting reworked: only tier-1 DAGs post: `pos_daily`,
             # `shopify_orders` ...; retries no longer post ...") names the rules it touches in passing: it
             # replaces one only when it says so of a rule ("replaces the earlier rule"), not by an item's

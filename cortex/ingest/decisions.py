@@ -198,6 +198,10 @@ REPLACED_MARK = " (this replaces the earlier rule)."
 # `changed_targets`: a value of it replaced by another, worded alike apart from the name); kind "changed".
 CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|implemented|got\s+it|noted|alright|"
                              r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
+# ... of which those that report the work done ("Right: `dispatch()` sorts every driver ..." agrees with the user's
+# description of the code as it is)
+WORK_DONE_RE = re.compile(r"^(?:(?:ok(?:ay)?|sure|great|perfect|alright)\s*[,.:!—–-]+\s*)*(?:done|fixed|updated|changed|"
+                          r"implemented|all\s+set)\s*[,.:!—–-]+", re.I)
 NOW_STATES_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)(?<!as\sof\s)\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
                            r"decreased|reduced|extended|shortened)\b.{0,120}\bto\b", re.I)
 # a user turn that leaves a requested change waiting: an acknowledgement, or a question on the side
@@ -258,7 +262,7 @@ REVERTED_RE = re.compile(r"^(?:\*\*)?(?:reverted|rolled\s+back|switched(?:\s+bac
 def change_confirmed(prose: str, names: list):
     """The sentence of an assistant turn that states how one of `names` behaves now, or None: it says "now"
     (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()` runs at 04:00")."""
-    done = bool(CONFIRM_LEAD_RE.match(prose.lstrip()) or REVERTED_RE.match(prose.lstrip()))
+    done = bool(WORK_DONE_RE.match(prose.lstrip()) or REVERTED_RE.match(prose.lstrip()))
     sents = list(_sentences(prose))
     for i, s in enumerate(sents[:6]):
         s = CONFIRM_LEAD_RE.sub("", _tidy(s)).strip()
@@ -907,13 +911,20 @@ def step(kind: str, text: str, st: dict, key_base: str):
         if not answers:
             st["exchange"] = _mention([], text, "user")
         st["on_rule"] = bool(st.get("accepted"))
-        st["dictated"] = None
-        if not found and not st.get("proposal") and dictates(text):
+        held = (st.get("dictated") == SETS_VALUES and int(st.get("dictated_turns") or 0) < DICTATED_TURNS
+                and not any(f[0] == "decision" for f in found))
+        dictation = None
+        if not any(f[0] == "decision" for f in found) and not st.get("proposal") and dictates(text):
             # "so: deposit is forfeited if the client cancels less than 24 hours before"
             # a value set in answer to what the assistant said ("ok pool with 8 slots ..." after its analysis),
             # not a task the session opens with ("Set the cache TTL of `load_catalog()` to 60 seconds"; a
             # change to code no rule speaks of is kept only when it replaces one: change_request)
-            st["dictated"] = SETS_VALUES if st.get("heard") and VALUE_RE.search(_prose(text)) else 1
+            dictation = SETS_VALUES if st.get("heard") and VALUE_RE.search(_prose(text)) else 1
+        if dictation == SETS_VALUES or not held:
+            st["dictated"], st["dictated_turns"] = dictation, 0
+        # (a value set waits for its report across the user's other turns: "partitioning is nicer but not now.
+        # batched delete" ... "it was stopped, started it now" ... "Done: - Raw driver location points are kept
+        # for 90 days")
     else:
         acc = st.get("accepted") or (settled if settled and not settled.get("summed") else None)
         prose = _prose(text)
@@ -924,6 +935,9 @@ def step(kind: str, text: str, st: dict, key_base: str):
         # once, in any turn before the user speaks again
         if summ or dictated != SETS_VALUES:
             st.pop("dictated", None)
+            st.pop("dictated_turns", None)
+        else:
+            st["dictated_turns"] = int(st.get("dictated_turns") or 0) + 1
         if summ:
             if acc:
                 t = summ
@@ -987,6 +1001,7 @@ RETRACT_RE = re.compile(r"\b(?:you'?re\s+right|good\s+(?:point|catch)|fair\s+poi
 POINTS_BACK_RE = re.compile(r"\b(?:that|this|it|those|these|them)\b", re.I)
 
 
+DICTATED_TURNS = 8  # assistant turns a value the user set waits for the report of it done
 SETS_VALUES = 2  # st["dictated"]: the user's statement sets a value (a number, always/never/only/every ...)
 VALUE_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])|\b(?:always|never|only|except|every|all|none|max|min|"
                       r"maximum|minimum|at\s+most|at\s+least|no\s+more\s+than|per)\b", re.I)

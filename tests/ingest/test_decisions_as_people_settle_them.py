@@ -353,3 +353,18 @@ def test_a_revert_reported_as_a_list_retires_the_rule_it_reverts(env):
     [new] = decisions(home, "active")
     assert new["text"].startswith("Reverted to nightly retraining: `forecast_daily` trains then scores every night")
     assert status_of(home, old) == "superseded"
+
+
+def test_a_rule_that_sets_the_same_name_to_another_value_now_retires_the_earlier_one(env):
+    home = env[0]
+    old = agreed_rule(env, "k1", "ride/Cancel.kt",
+                      "I'd set `FREE_CANCEL_WINDOW = 2.minutes` after driver assignment, then charge `CANCEL_FEE`.")
+    c = chat(env, "k2", days=25)
+    c.tool("Read", file_path=os.path.join(env[1], "ride", "Cancel.kt"))
+    c.say("Riders cancel 2-3 minutes in when the driver turns away; I'd give them a minute more.")
+    c.user("ok, 3 minutes it is")
+    c.say("Done: the free cancellation window is now 3 minutes (`FREE_CANCEL_WINDOW = 3.minutes`).")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "superseded"
+    [new] = decisions(home, "active")
+    assert "3.minutes" in new["text"]
