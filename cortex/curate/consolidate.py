@@ -52,7 +52,9 @@ AMEND_RE = re.compile(
 STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
 WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
 # a number, also one a unit follows in code ("2.minutes", "60.days", "3.seconds")
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)")
+# a time of day ("03:30") and a number with thousands separators ("10,000") are one value each
+NUMBER_RE = re.compile(r"(?<![\w.:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])|(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\w]|[.,]\d)|"
+                       r"(?<![\w.:,])\d+(?:\.\d+)?(?![\w:]|[.,]\d)")
 # a name set to a value in code ("FREE_CANCEL_WINDOW = 2.minutes", "maximumPoolSize = 20"): two rules that set
 # the same name to different values say different things, however differently the rest is worded
 ASSIGN_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])\s*(?:=|:=)\s*([^\s,;`)]+)")

@@ -197,17 +197,17 @@ REPLACED_MARK = " (this replaces the earlier rule)."
 # kept only when it replaces an earlier rule on that code that it contradicts (curate/consolidate.py
 # `changed_targets`: a value of it replaced by another, worded alike apart from the name); kind "changed".
 CONFIRM_LEAD_RE = re.compile(r"^(?:(?:done|ok(?:ay)?|sure|fixed|updated|changed|implemented|got\s+it|noted|alright|"
-                             r"right|great|perfect|understood|all\s+set)\s*[,.:!—–-]+\s*)+", re.I)
+                             r"right|great|perfect|understood|all\s+set|ready)\s*[,.:!—–-]+\s*)+", re.I)
 # ... of which those that report the work done ("Right: `dispatch()` sorts every driver ..." agrees with the user's
 # description of the code as it is)
 WORK_DONE_RE = re.compile(r"^(?:(?:ok(?:ay)?|sure|great|perfect|alright)\s*[,.:!—–-]+\s*)*(?:done|fixed|updated|changed|"
-                          r"implemented|all\s+set)\s*[,.:!—–-]+", re.I)
+                          r"implemented|all\s+set|ready)\s*[,.:!—–-]+", re.I)
 NOW_STATES_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)(?<!as\sof\s)\bnow\b|^(?:changed|updated|bumped|set|switched|moved|made|raised|lowered|increased|"
                            r"decreased|reduced|extended|shortened)\b.{0,120}\bto\b", re.I)
 # a user turn that leaves a requested change waiting: an acknowledgement, or a question on the side
-SIDE_REPLY_RE = re.compile(r"^(?:(?:yes|yep|yeah|ok(?:ay)?|sure|fine|good|great|thanks?|thx|ty|cool|nice|right|"
-                           r"go(?:\s+ahead)?|do\s+it|please\s+do)\b[\s,.!]*)+(?:$|(?:and|but|also|what|how|do|does|"
-                           r"did|is|are|can|could|will|should)\b[^\n]{0,160}\?\s*$)|^[^\n]{0,160}\?\s*$", re.I)
+SIDE_REPLY_RE = re.compile(r"^(?:(?:yes|yep|yeah|ok(?:ay)?|sure|fine|good|great|thanks?|thx|ty|cool|nice|right|perfect|"
+                           r"go(?:\s+ahead)?|do\s+(?:it|that)|ship\s+it|sounds\s+good|please\s+do)\b[\s,.!]*)+(?:$|[^\n]{0,200}$)|"
+                           r"^[^\n]{0,160}\?\s*$", re.I)
 CHANGE_TURNS = 4  # assistant entries (text between tool calls) a change request waits for its confirmation
 # the assistant reports the change made without restating it ("Done. The tests pass."): the user's request,
 # in the user's words, is then the candidate
@@ -229,7 +229,11 @@ def change_request(text: str):
         return None
     # the request's last two sentences: what is asked comes after why ("... pen test report came back. they
     # want max 8. can you change it")
-    said = [_tidy(x) for x in _sentences(prose)][-2:] if not names else [_tidy(x) for x in _sentences(prose)][:2]
+    sents = [_tidy(x) for x in _sentences(prose)]
+    if names:
+        said = sents[:2]
+    else:  # the sentences that set a value ("... keep raw driver location data for 30 days, not 90."), else the last two
+        said = [x for x in sents if re.search(r"\d", x)][:2] or sents[-2:]
     return {"names": names, "text": " ".join(x.rstrip(".") + "." for x in said if x)}
 
 
@@ -254,6 +258,8 @@ def _with_old_value(done: str, request: str) -> str:
 NUMBER_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)?")
 
 
+# a name set to a value in code: `FREE_CANCEL_WINDOW = 5.minutes`
+CODE_SETS_RE = re.compile(r"`[A-Za-z_][\w.]*\s*=\s*[^`\s][^`]*`")
 # a turn that opens by reporting the change as a return or a switch ("Reverted to nightly retraining:")
 REVERTED_RE = re.compile(r"^(?:\*\*)?(?:reverted|rolled\s+back|switched(?:\s+back)?|moved(?:\s+back)?|went\s+back|"
                          r"back)\s+to\b", re.I)
@@ -269,7 +275,8 @@ def change_confirmed(prose: str, names: list):
         if s.endswith(":"):  # "Reverted to nightly retraining:" and the list of how it works now
             items = [_tidy(x).rstrip(".;") for x in sents[i + 1:i + 5] if x.strip()]
             s = s + " " + "; ".join(items) if items else s
-        if (not s or s.endswith("?") or len(s.split()) < 4 or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
+        short = len(s.split()) < 4 and not CODE_SETS_RE.search(s)  # "`FREE_CANCEL_WINDOW = 5.minutes`" is enough
+        if (not s or s.endswith("?") or short or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
                 or WILL_DO_RE.match(s)  # "I'll make every file import ...": what it will do, not how it is now
                 or not (done or NOW_STATES_RE.search(s))):
             continue

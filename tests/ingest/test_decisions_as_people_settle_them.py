@@ -368,3 +368,19 @@ def test_a_rule_that_sets_the_same_name_to_another_value_now_retires_the_earlier
     assert status_of(home, old) == "superseded"
     [new] = decisions(home, "active")
     assert "3.minutes" in new["text"]
+
+
+def test_a_time_of_day_is_one_value_so_a_new_retention_still_replaces_the_old(env):
+    home = env[0]
+    old = agreed_rule(env, "t1", "jobs/purge.kt",
+                      "I'd keep raw points for 90 days (`LocationPurgeJob.RETENTION`) and purge nightly at 03:30 UTC "
+                      "in batches of 10,000.")
+    c = chat(env, "t2", days=40)
+    c.user("New requirement from legal: we can only keep raw driver location data for 30 days, not 90. "
+           "Needs to be live by the end of the month.")
+    c.tool("Edit", file_path=os.path.join(env[1], "jobs", "purge.kt"), old_string="90", new_string="30")
+    c.say("Code side is done; the first run has a backlog to delete.")
+    c.user("do that. we deploy thursday")
+    c.say("Ready:\n- Raw driver location data is now kept 30 days (`LocationPurgeJob.RETENTION`).")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "superseded"
