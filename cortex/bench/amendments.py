@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from cortex.bench.transcript import Transcript
+
 RULES = [  # subject, file, rule chat (ask, proposal, agreement), the old and new value, the new behaviour
     ("reserve_stock()", "shop/stock.py",
      "Carts keep grabbing the last unit and then abandon it. What should `reserve_stock()` do?",
@@ -84,36 +86,7 @@ SIDE = [
 SIDE_CONFIRMS = ["Done: `{S}` now has the change and the tests pass.", "Done. The tests pass."]
 
 
-class Transcript:
-    """A Claude Code JSONL transcript written line by line (user prompts, assistant text, tool calls)."""
-
-    def __init__(self, path, sid, cwd, t):
-        self.path, self.sid, self.cwd, self.t, self.n = path, sid, cwd, t, 0
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-
-    def _line(self, rtype, message):
-        self.n += 1
-        self.t += 30
-        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.cwd, "uuid": "%s-%d" % (self.sid, self.n),
-               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
-               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(self.t)), "message": message}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec) + "\n")
-
-    def user(self, text):
-        self._line("user", {"role": "user", "content": text})
-
-    def say(self, text):
-        self._line("assistant", {"id": "msg_%d" % self.n, "role": "assistant", "content": [{"type": "text", "text": text}]})
-
-    def tool(self, name, result="ok", **inp):
-        tid = "toolu_%s_%d" % (self.sid, self.n)
-        self._line("assistant", {"id": "msg_%d" % self.n, "role": "assistant",
-                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
-        self._line("user", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": result}]})
-
-
-def _stop_and_normalize(home, t: Transcript):
+def _stop_and_normalize(home, t):
     from cortex.capture import hook as capture
     from cortex.ingest import run as normalize
     payload = {"session_id": t.sid, "transcript_path": t.path, "cwd": t.cwd, "hook_event_name": "Stop"}
@@ -134,18 +107,18 @@ def run_case(root: str, rule: tuple, ask: str, confirm: str) -> dict:
     t0 = time.time() - 40 * 86400
     chat = Transcript(os.path.join(root, "transcripts", "rule.jsonl"), "rule", project, t0)
     chat.user(question)
-    chat.tool("Read", file_path=os.path.join(project, path))
+    chat.tool("Read", dict(file_path=os.path.join(project, path)))
     chat.say(proposal)
     chat.user(agreement)
-    chat.tool("Edit", file_path=os.path.join(project, path), old_string="a", new_string="b")
+    chat.tool("Edit", dict(file_path=os.path.join(project, path), old_string="a", new_string="b"))
     chat.say("Done, implemented as agreed.")
     _stop_and_normalize(home, chat)
     later = Transcript(os.path.join(root, "transcripts", "later.jsonl"), "later", project, t0 + 20 * 86400)
     later.user(ask.format(S=subject, old=old, new=new))
     later.say("Let me look at the current implementation.")
-    later.tool("Read", file_path=os.path.join(project, path))
-    later.tool("Edit", file_path=os.path.join(project, path), old_string="a", new_string="b")
-    later.tool("Bash", result="12 passed", command="pytest -q")
+    later.tool("Read", dict(file_path=os.path.join(project, path)))
+    later.tool("Edit", dict(file_path=os.path.join(project, path), old_string="a", new_string="b"))
+    later.tool("Bash", dict(command="pytest -q"), "12 passed")
     later.say(confirm.format(S=subject, new=new, behaviour=behaviour))
     later.user("thanks")
     _stop_and_normalize(home, later)

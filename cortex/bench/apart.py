@@ -34,6 +34,8 @@ import uuid
 
 from rank_bm25 import BM25Okapi
 
+from cortex.bench.transcript import Transcript
+
 CORPORA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tests",
                        "corpora", "written_apart")
 DAY = 86400
@@ -50,39 +52,6 @@ def tool_path(name):
 
 
 # ------------------------------------------------------------------------------------------------
-# transcripts (the line format of cortex/bench/amendments.py Transcript, plus is_error on tool results)
-class Transcript:
-    def __init__(self, path, sid, cwd, t):
-        self.path, self.sid, self.cwd, self.t, self.n = path, sid, cwd, t, 0
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        open(path, "w").close()
-
-    def _line(self, rtype, message):
-        self.n += 1
-        self.t += 30
-        rec = {"type": rtype, "sessionId": self.sid, "cwd": self.cwd, "uuid": "%s-%d" % (self.sid, self.n),
-               "parentUuid": None, "isSidechain": False, "version": "2.1.39", "gitBranch": "main",
-               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(self.t)), "message": message}
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-
-    def user(self, text):
-        self._line("user", {"role": "user", "content": text})
-
-    def say(self, text):
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid[:8], self.n), "role": "assistant",
-                                 "content": [{"type": "text", "text": text}]})
-
-    def tool(self, name, inp, result, error=False):
-        tid = "toolu_%s_%d" % (self.sid[:8], self.n)
-        self._line("assistant", {"id": "msg_%s_%d" % (self.sid[:8], self.n), "role": "assistant",
-                                 "content": [{"type": "tool_use", "id": tid, "name": name, "input": inp}]})
-        res = {"type": "tool_result", "tool_use_id": tid, "content": result}
-        if error:
-            res["is_error"] = True
-        self._line("user", {"role": "user", "content": [res]})
-
-
 def subst(obj, proj):
     if isinstance(obj, str):
         return obj.replace("{P}", proj)
