@@ -249,13 +249,12 @@ def _with_old_value(done: str, request: str) -> str:
     m = OLD_VALUE_RE.search(request or "")
     if not m or re.search(r"\b(?:instead\s+of|rather\s+than|from)\b", done, re.I):
         return done
+    from cortex.curate.consolidate import NUMBER_RE  # what consolidate.values reads as a value
     old = " ".join((m.group("old") or m.group("old2")).split())
-    if old.split()[0] in NUMBER_TOKEN_RE.findall(done):
+    if old.split()[0] in NUMBER_RE.findall(done):
         return done  # the "old" value is the one the change sets
     return "%s (instead of %s)." % (done.rstrip(". "), old)
 
-
-NUMBER_TOKEN_RE = re.compile(r"\d+(?:[.,]\d+)?")
 
 
 # a name set to a value in code: `FREE_CANCEL_WINDOW = 5.minutes`
@@ -985,7 +984,7 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 # to the proposal turns X down with that reason
                 counter = COUNTER_RE.search(prose)
                 if counter and mentions_any(_tidy(prose[:counter.start()]).lower(),
-                                            [w for w in _alt_words(pending["text"])][:3] or [""]):
+                                            _alt_words(pending["text"])[:3] or [""]):
                     st["alternative"] = dict(pending, reason=counter.group("reason"))
         elif (st.get("proposal") or {}).get("asked") and RETRACT_RE.search(prose):
             st["proposal"] = st["alternative"] = None  # "good point, let's not cache it": the answer takes it back
