@@ -37,6 +37,7 @@ SWITCH_PATTERNS = [
     re.compile(r"\b(?:no longer|stop(?:ped)?|don't|do not)\s+us(?:e|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)"
                r"(?=\s+(?:because|since|and|anymore|in favou?r of)\b|[.,;:]|$)", re.I),
     re.compile(r"\bdropp(?:ed|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:in favou?r of|for)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
+    re.compile(r"\b(?:switched|moved)\s+(?:away\s+)?from\s+(?P<old>(?:[^.,;:()]|\.(?=\w)){1,60}?)\s*(?=\)|[.,;:]|$)", re.I),
     re.compile(r"\b(?:instead of|rather than)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,40}?)(?=\s+(?:because|since|as|for)\b|[.,;:]|$)", re.I),
 ]
 # A rule that says it updates an earlier one on its subject ("amendment to the `retry_upload()` rule",
@@ -119,6 +120,15 @@ def values(text: str) -> frozenset:
     """What a rule sets, as far as words tell: its numbers and its polarity words (always, never, only,
     except, ...).  Two rules on one subject that differ here say different things."""
     return frozenset(NUMBER_RE.findall(text)) | frozenset(w.lower() for w in POLARITY_RE.findall(text))
+
+
+CHOICE_HEAD_WORDS = 15  # a rule that chose X names it in its first words, or more than once
+
+
+def _chooses(old: str, old_t: frozenset, text: str) -> bool:
+    """Whether a rule is about X, the choice a switch moves away from, rather than naming it in passing."""
+    head = " ".join(text.split()[:CHOICE_HEAD_WORDS])
+    return old_t <= terms(head) or len(re.findall(re.escape(old), text, re.I)) >= 2
 
 
 def reports_on_many(text: str, idents=None) -> bool:
@@ -324,13 +334,17 @@ class Consolidator:
         does not (numbers, always/never/only/...: one replaced by another), the closest in wording apart from
         the name (`_amend_score` at least CHANGE_MIN_SCORE).  "`reserve_stock()` now holds units for 30
         minutes" replaces "`reserve_stock()` holds units for 15 minutes, then releases them"; "`reserve_stock()`
-        now has type hints" replaces nothing, and is then not kept."""
+        now has type hints" replaces nothing, and is then not kept.  A change that says it moves away from
+        a named choice ("switched from OneSignal to FCM") replaces the rules that chose it (`_switch_targets`)."""
         from cortex.curate.subjects import is_path, subject_terms, subjects
+        # a change away from a named choice ("... (switched from OneSignal to FCM)") replaces the rules that
+        # chose it, as any switch does
+        switched = self._switch_targets(dict(rec, id=rec.get("id"))) if _switch(rec["text"])[0] else []
         idents = [i for i in subjects(rec["text"]) if not is_path(i)]
         # what the change sets; a value it says it replaces ("instead of 15 minutes") is the old rule's
         mine = values(REPLACED_VALUE_RE.sub(" ", rec["text"]))
         if not idents or not mine:
-            return []
+            return switched
         subject_t = frozenset(t for ident in idents for t in terms(ident))
         scored = {}
         # the code the change is about is the first it names ("The `snowflake` pool has 16 slots ...
@@ -361,8 +375,9 @@ class Consolidator:
         # holds it is the one, however it is worded
         named = [rid for rid in scored if said_old & values(self.store.get(rid)["text"]) - {"not", "no"}]
         if named and best < CHANGE_MIN_SCORE:
-            return sorted(named)
-        return sorted(rid for rid, sc in scored.items() if sc == best) if best >= CHANGE_MIN_SCORE else []
+            return sorted(set(named + switched))
+        return sorted(set([rid for rid, sc in scored.items() if sc == best] if best >= CHANGE_MIN_SCORE else [])
+                      | set(switched))
 
     def _earlier(self, rid, rec):
         other = self.store.get(rid)
@@ -385,6 +400,8 @@ class Consolidator:
             if other is None:
                 continue
             other_t = terms(other["text"])
+            if not _chooses(old, old_t, other["text"]):
+                continue  # it names X in passing ("... registered in Koin"): a rule about something else
             if switch_subject(other["text"])[0] and old_t <= terms(switch_subject(other["text"])[0]):
                 continue  # an earlier switch away from the same thing: not a choice of it
             if new_t and new_t <= other_t and not old_t <= other_t - new_t:

@@ -215,26 +215,93 @@ CHANGE_DONE_RE = re.compile(r"^\W*(?:done|all\s+set|updated|changed|implemented|
                             r"that'?s\s+(?:done|in)|it'?s\s+(?:done|in))\b", re.I)
 
 
+# a question that asks for the work ("Can you switch it over?", "could you bump it to 5000?"), not for an
+# answer ("can you check the numbers first?", "can you explain ...") nor for a look ("Can you dig in?": a
+# change it asks for also says how, CHANGE_VERB_RE)
+POLITE_REQUEST_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|and|also|then|oh|btw)[\s,]+)*(?:can|could|would|will)\s+you\s+"
+                               r"(?:please\s+|pls\s+|just\s+|also\s+)*(?!tell|explain|check|look|see|confirm|remind|"
+                               r"show|find|help|think|describe|walk|clarify|double-check|verify|investigate|figure)\w", re.I)
+# a number said as a value, not one inside a name or a version ("SEC-118", "/v1/config", "v2")
+VALUE_DIGIT_RE = re.compile(r"(?<![\w./-])\d")
+CHANGE_VERB_RE = re.compile(r"\b(?:make|set|change|bump|raise|lower|increase|decrease|reduce|extend|shorten|switch|"
+                            r"move|use|using|drop|dropping|replace|revert|go\s+back|cut|cap|limit|double|halve|widen|"
+                            r"tighten|loosen)\b|→|->|\bto\s+\d", re.I)
+# what a request says it moves away from: "we're dropping OneSignal and using FCM", "move off Koin to plain
+# constructors", "switch from Mapbox to OSRM", "replace Sentry with GlitchTip"
+_CHOICE = r"`?(?P<%s>[A-Z][\w.+-]*(?:\s+[A-Z][\w.+-]*){0,2}|[a-z][\w.+-]*[A-Z0-9][\w.+-]*)`?"
+SWITCH_REQUEST_RE = [
+    re.compile(r"\b(?:drop(?:ping)?|ditch(?:ing)?|get(?:ting)?\s+rid\s+of|mov(?:e|ing)\s+(?:off|away\s+from)|"
+               r"stop(?:ping)?\s+using|remov(?:e|ing)|replac(?:e|ing)|sunset(?:ting)?|retir(?:e|ing))\s+" + _CHOICE % "old"
+               + r"(?:.{0,60}?\b(?:and\s+(?:use|using|go(?:ing)?\s+with|mov(?:e|ing)\s+to|switch(?:ing)?\s+to)|"
+               r"with|for|to|in\s+favou?r\s+of)\s+" + _CHOICE % "new" + r")?"),
+    re.compile(r"\b(?:switch|move|migrate|go)(?:ing)?\s+(?:\w+\s+){0,4}?from\s+" + _CHOICE % "old" + r"\s+to\s+"
+               + _CHOICE % "new"),
+    re.compile(r"(?:^|[.!;]\s+)" + _CHOICE % "old" + r"\s+(?:was|has\s+been|turned\s+out\s+to\s+be)\s+(?:a\s+)?"
+               r"(?:mistake|bad\s+(?:idea|call|choice)|a\s+dead\s+end)"),
+]
+
+
+def switch_request(text: str):
+    """(old, new or None) when a request moves away from a named choice, else (None, None)."""
+    for pat in SWITCH_REQUEST_RE:
+        m = pat.search(text)
+        if m:
+            return m.group("old"), m.groupdict().get("new")
+    return None, None
+
+
+def _moving_off(text: str, st: dict) -> str:
+    """A decision settled after the user said to move away from a named choice ("Koin was a mistake ...
+    Let's go back to ... plain constructor injection"), saying so, so that it retires the rules that chose it
+    (consolidate._switch_targets): "... (switched from Koin)."."""
+    off = st.get("moving_off")
+    if not off:
+        return text
+    from cortex.curate.consolidate import switch_parts
+    if switch_parts(text)[0]:
+        return text  # it says what it replaces
+    if off.get("new"):
+        return "%s (switched from %s to %s)." % (text.rstrip(". "), off["old"], off["new"])
+    return "%s (switched from %s)." % (text.rstrip(". "), off["old"])
+
+
 def change_request(text: str):
-    """{names, text} of a user's turn that asks for something (no question, no hypothesis, nothing put off)
-    about named code, or in five words or more, or None: the names, and the request's first two sentences
-    (its last two when it names no code)."""
+    """{names, text, values, old, new} of a user's turn that asks for something (nothing hypothetical or put
+    off) about named code, or in five words or more, or None: the names; the request's first two sentences
+    (when it names no code: those that set a value, else those that ask for a change, else its last two);
+    the values it sets; the choice it moves away from and the one it moves to, when it says.  Questions are
+    not requests, but a request may come with one ("Let's bump the dispatch radius to 5000. Can you check the
+    numbers first though?"), and may be one ("Can you switch it over?")."""
     prose = _prose(text).strip()
-    if not prose or "?" in prose or QUESTION_START_RE.match(prose) or HYPOTHETICAL_RE.match(prose):
+    if not prose or HYPOTHETICAL_RE.match(prose):
         return None
     if UNDECIDED_RE.search(prose) or POSTPONE_RE.search(prose):
         return None
-    names = [n for n in _names(text) if not incidental(n, True)]
-    if not names and len(prose.split()) < 5:
-        return None
-    # the request's last two sentences: what is asked comes after why ("... pen test report came back. they
-    # want max 8. can you change it")
     sents = [_tidy(x) for x in _sentences(prose)]
+    asks = [x for x in sents if x and (not (x.endswith("?") or QUESTION_START_RE.match(x))
+                                       or POLITE_REQUEST_RE.match(x) and CHANGE_VERB_RE.search(x))]
+    if not asks or len(asks) < len(sents) and not any(CHANGE_VERB_RE.search(x) for x in asks):
+        return None  # a report and a question ("We're seeing timeouts again at the Friday peak. Can you dig in?")
+    names = [n for n in _names(text) if not incidental(n, True)]
+    if not names and len(" ".join(asks).split()) < 5:
+        return None
     if names:
-        said = sents[:2]
-    else:  # the sentences that set a value ("... keep raw driver location data for 30 days, not 90."), else the last two
-        said = [x for x in sents if re.search(r"\d", x)][:2] or sents[-2:]
-    return {"names": names, "text": " ".join(x.rstrip(".") + "." for x in said if x)}
+        said = asks[:2]
+    else:  # what is asked comes after why ("... pen test report came back. they want max 8. can you change it")
+        valued = [x for x in asks if VALUE_DIGIT_RE.search(x)]
+        changing = [x for x in asks if CHANGE_VERB_RE.search(x)]
+        said = (sorted(valued, key=lambda x: not CHANGE_VERB_RE.search(x))[:2] or changing[:2] or asks[-2:])
+        said = [x for x in asks if x in said]
+    from cortex.curate.consolidate import NUMBER_RE  # what consolidate.values reads as a value
+    old, new = switch_request(" ".join(asks))
+    # the words that set the value ("Let's bump the dispatch radius to 5000."), for a confirmation that is
+    # only the code
+    loose = [_tidy(x) for x in LOOSE_SENT_RE.split(" ".join(asks)) if x and x.strip()]
+    asked = [x for x in loose if VALUE_DIGIT_RE.search(x) and CHANGE_VERB_RE.search(x)][:1]
+    return {"names": names, "text": " ".join(x.rstrip(".?").rstrip() + "." for x in said if x),
+            "asked": asked[0].rstrip(".?").rstrip() + "." if asked else None,
+            "values": sorted(set(NUMBER_RE.findall(" ".join(x for x in asks if VALUE_DIGIT_RE.search(x))))),
+            "old": old, "new": new}
 
 
 # the value a change request says it replaces: "from 3 hours to 90 minutes", "instead of 24h"
@@ -257,6 +324,21 @@ def _with_old_value(done: str, request: str) -> str:
 
 
 
+def _as_change(done: str, change: dict) -> str:
+    """The decision a confirmed change makes: the assistant's statement, with what the user asked in the
+    user's words when the statement is only the code (`FREE_CANCEL_WINDOW = 5.minutes`: "free cancel window
+    → 5 minutes"), the value it replaces when the user said one, and the choice it moves away from ("switched
+    from OneSignal to FCM") when the user named it and the statement does not say so."""
+    asked = change.get("asked") or change.get("text")
+    if CODE_SETS_RE.search(done) and len(CODE_SETS_RE.sub("X", done).split()) < 6 and asked and asked.rstrip(".") not in done:
+        done = "%s: %s" % (done.rstrip(". "), asked)
+    done = _with_old_value(done, change.get("text"))
+    old, new = change.get("old"), change.get("new")
+    if old and not re.search(r"\b(?:instead\s+of|rather\s+than|from)\b", done, re.I):
+        done = "%s (%s)." % (done.rstrip(". "), "switched from %s to %s" % (old, new) if new else "instead of %s" % old)
+    return done
+
+
 # a name set to a value in code: `FREE_CANCEL_WINDOW = 5.minutes`
 CODE_SETS_RE = re.compile(r"`[A-Za-z_][\w.]*\s*=\s*[^`\s][^`]*`")
 # a turn that opens by reporting the change as a return or a switch ("Reverted to nightly retraining:")
@@ -264,27 +346,61 @@ REVERTED_RE = re.compile(r"^(?:\*\*)?(?:reverted|rolled\s+back|switched(?:\s+bac
                          r"back)\s+to\b", re.I)
 
 
-def change_confirmed(prose: str, names: list):
-    """The sentence of an assistant turn that states how one of `names` behaves now, or None: it says "now"
-    (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()` runs at 04:00")."""
-    done = bool(WORK_DONE_RE.match(prose.lstrip()) or REVERTED_RE.match(prose.lstrip()))
+# a turn that opens by summing the work up ("Summary:", "Both done:", "In short:"): what follows is how it is now
+SUMMED_UP_RE = re.compile(r"^(?:\*\*)?(?:summary|in\s+short|tl;?dr|to\s+sum\s+up|(?:both|all)\s+done|"
+                          r"all\s+(?:three|four)\s+done)(?:\*\*)?\s*:", re.I)
+
+
+def _sets_requested(s: str, request_values) -> bool:
+    """Whether a sentence sets a name in code to a value the request asked for (`SESSION_TTL = 14.days` for
+    "make the login timeout 14 days")."""
+    if not request_values:
+        return False
+    from cortex.curate.consolidate import NUMBER_RE
+    return any(set(NUMBER_RE.findall(m.group(0))) & set(request_values) for m in CODE_SETS_RE.finditer(s))
+
+
+def _names_choice(s: str, choice) -> bool:
+    return bool(choice) and re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(choice), s, re.I) is not None
+
+
+def change_confirmed(prose: str, change: dict):
+    """The sentence of an assistant turn that states how the code a requested change names behaves now, or
+    None: it says "now" (or "changed X to Y"), or the turn opens by reporting the work done ("All set: `x()`
+    runs at 04:00") or summing it up; or it sets a name in code to the value the request asked for.  A
+    request that moves to a named choice is confirmed by the first such sentence that names it."""
+    names = change.get("names") or []
+    first = prose.lstrip()
+    done = bool(WORK_DONE_RE.match(first) or REVERTED_RE.match(first) or SUMMED_UP_RE.match(first))
     sents = list(_sentences(prose))
-    for i, s in enumerate(sents[:6]):
+    found = []
+    for i, s in enumerate(sents[:8]):
         s = CONFIRM_LEAD_RE.sub("", _tidy(s)).strip()
+        summed = bool(SUMMED_UP_RE.match(s))
+        s = SUMMED_UP_RE.sub("", s).strip() if summed and len(SUMMED_UP_RE.sub("", s).strip()) > 1 else s
         if s.endswith(":"):  # "Reverted to nightly retraining:" and the list of how it works now
             items = [_tidy(x).rstrip(".;") for x in sents[i + 1:i + 5] if x.strip()]
-            s = s + " " + "; ".join(items) if items else s
+            items = [x for x in items if not (WILL_DO_RE.match(x) or NARRATION_RE.search(x))]
+            s = (s + " " + "; ".join(items) if items else s)
+            if summed or SUMMED_UP_RE.match(s):
+                s = SUMMED_UP_RE.sub("", s).strip()
+                summed = True
+        sets = _sets_requested(s, change.get("values"))
         short = len(s.split()) < 4 and not CODE_SETS_RE.search(s)  # "`FREE_CANCEL_WINDOW = 5.minutes`" is enough
         if (not s or s.endswith("?") or short or NARRATION_RE.search(s) or HYPOTHETICAL_RE.match(s)
                 or WILL_DO_RE.match(s)  # "I'll make every file import ...": what it will do, not how it is now
-                or not (done or NOW_STATES_RE.search(s))):
+                or not (done or summed or sets or NOW_STATES_RE.search(s))):
             continue
         # a request that named no code ("change the late cancellation window to 48 hours") is confirmed by a
         # statement that names the code it changed (`LATE_CANCEL_WINDOW`); either is kept only when it
         # replaces an earlier rule on that code (consolidate.changed_targets)
-        if set(subjects(s)) & set(names) or not names and [n for n in subjects(s) if not is_path(n)]:
-            return cap_first(s.rstrip(".") + ".")
-    return None
+        idents = set(subjects(s))
+        if (sets or idents & set(names) or not names and [n for n in idents if not is_path(n)]
+                or _names_choice(s, change.get("new"))):
+            found.append(cap_first(s.rstrip(".") + "."))
+            if not change.get("new") or _names_choice(s, change["new"]):
+                return found[-1]
+    return found[0] if found else None
 
 
 # after an agreement (or a rule the user dictated): the assistant's next words restate it ("OK: one SMS 2 days
@@ -875,6 +991,15 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["exchange"], st["on_rule"] = _mention([], text, "user"), True
             return out, st
         found = user_turn(text, st)
+        side = bool(SIDE_REPLY_RE.match(_prose(text).strip()))
+        off = switch_request(_tidy(_prose(text)))
+        if off[0]:
+            st["moving_off"] = {"old": off[0], "new": off[1]}
+        elif not side:
+            st["moving_off"] = None
+        if st.get("moving_off"):
+            found = [(f[0], _moving_off(f[1], st), f[2], f[3]) if f[0] == "decision" and f[3] == "accepted" else f
+                     for f in found]
         if found and found[-1][0] == AGREED:
             key = "decision:%s" % key_base
             st["accepted"] = {"key": key, "text": ""}
@@ -890,9 +1015,11 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 st["settled"] = {"key": key, "text": t, "conf": conf, "age": 0}
         change = None if any(f[0] == "decision" for f in found) else change_request(text)
         waiting = st.get("change")
-        if change:
+        if waiting and not found and side:
+            pass  # "yes, how long you stay signed in. keep it sliding": an answer to the assistant, not a new request
+        elif change:
             st["change"] = dict(change, turns=0)
-        elif not (waiting and not found and SIDE_REPLY_RE.match(_prose(text).strip())):
+        else:
             st["change"] = None
         # (a change still waits for its confirmation across the user's short reply or side question in
         # between: "fine. and the refunds we already missed since may?" ... "yes" ... "Done: ... now 7 days")
@@ -954,20 +1081,21 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 # of the rule (a side request's file is not the rule's)
                 t = _subject_prefix(t, acc["text"], _mention(st.get("exchange") if st.get("on_rule") else [],
                                                               text, "assistant")) + t
+                t = _moving_off(t, st)
                 out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
                 st["settled"] = {"key": acc["key"], "text": t, "conf": ACCEPTED_SUMMED, "age": 0, "summed": True}
             else:
-                t = _subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ
+                t = _moving_off(_subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ, st)
                 out.append(("decision", t, SUMMED, "summed", None))
             st["change"] = None
         change = st.get("change")
         if change:
-            done = change_confirmed(prose, change["names"])
+            done = change_confirmed(prose, change)
             if not done and CHANGE_DONE_RE.match(prose) and len(change["text"].split()) >= 4:
                 done = cap_first(change["text"])
             change["turns"] += 1
             if done:
-                out.append(("decision", _with_old_value(done, change["text"]), CHANGED, "changed", None))
+                out.append(("decision", _as_change(done, change), CHANGED, "changed", None))
             if done or change["turns"] >= CHANGE_TURNS:
                 st["change"] = None
         st["accepted"] = None

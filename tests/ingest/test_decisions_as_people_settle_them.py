@@ -384,3 +384,95 @@ def test_a_time_of_day_is_one_value_so_a_new_retention_still_replaces_the_old(en
     c.say("Ready:\n- Raw driver location data is now kept 30 days (`LocationPurgeJob.RETENTION`).")
     c.stop(home, run=True)
     assert status_of(home, old) == "superseded"
+
+
+def test_a_change_asked_with_a_question_beside_it_is_confirmed_by_the_code_set_to_the_value_asked(env):
+    home = env[0]
+    old = agreed_rule(env, "cq1", "search/Config.kt",
+                      "I'd set `SEARCH_PAGE_SIZE = 20` for the catalogue results and keep the cursor in the URL.")
+    c = chat(env, "cq2", days=12)
+    c.user("people keep scrolling past the second page on tablets. Let's raise the search page size to 50. "
+           "Can you check the response times first though?")
+    c.tool("Bash", command="grep -rn SEARCH_PAGE_SIZE src")
+    c.say("p95 stays under 180 ms at 50 results in the load test.")
+    c.tool("Edit", file_path=os.path.join(env[1], "search", "Config.kt"), old_string="20", new_string="50")
+    c.say("Done: `SEARCH_PAGE_SIZE = 50`, tests updated.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    # the code alone says little: the user's words come with it
+    assert "SEARCH_PAGE_SIZE = 50" in new["text"] and "search page size to 50" in new["text"]
+    assert status_of(home, old) == "superseded"
+
+
+def test_a_report_of_trouble_and_a_request_to_look_is_no_change(env):
+    home = env[0]
+    old = agreed_rule(env, "cq3", "db/pool.kt", "I'd keep `maximumPoolSize = 20` per pod and alert on pending connections.")
+    c = chat(env, "cq4", days=9)
+    c.user("We're seeing pool timeouts again at the Monday peak, only on the worker pods. Can you dig in?")
+    c.say("Findings:\n- 412 timeouts, all between 09:00 and 09:20.\n- The pool is saturated now at the peak: "
+          "`maximumPoolSize = 20` is reached on every worker pod.")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "active"
+    assert [d["id"] for d in decisions(home)] == [old["id"]]
+
+
+def test_a_change_named_differently_from_the_code_is_confirmed_after_the_assistant_asks_which_one(env):
+    home = env[0]
+    old = agreed_rule(env, "nd1", "auth/Session.kt",
+                      "I'd make it `REFRESH_TTL = 45.days`, sliding: every refresh extends it and rotates the token.")
+    c = chat(env, "nd2", days=30)
+    c.user("The audit says the stay-signed-in period is far too long for a wallet app. Let's make the sign-in "
+           "period 10 days.")
+    c.tool("Grep", pattern="TTL", path=os.path.join(env[1], "auth"))
+    c.say("Two durations in auth: `ACCESS_TTL` (15 min, the JWT) and `REFRESH_TTL` in `Session.kt`, how long "
+          "someone stays signed in. The audit means the second one, I assume.")
+    c.user("yes the second. keep it sliding")
+    c.tool("Edit", file_path=os.path.join(env[1], "auth", "Session.kt"), old_string="45.days", new_string="10.days")
+    c.say("Tests pass unchanged. Existing sessions still carry the old expiry; a migration can cap them.")
+    c.user("yes cap them")
+    c.say("Summary:\n- `REFRESH_TTL = 10.days`, still sliding with token rotation.\n- V12 caps existing "
+          "sessions at last use + 10 days.\n\nI'll note it on the audit ticket.")
+    c.stop(home, run=True)
+    [new] = decisions(home, "active")
+    assert new["text"].startswith("`REFRESH_TTL = 10.days`") and "I'll note" not in new["text"]
+    assert status_of(home, old) == "superseded"
+
+
+def test_dropping_a_named_tool_retires_the_rule_that_chose_it_not_one_that_names_it_in_passing(env):
+    home = env[0]
+    chose = agreed_rule(env, "sw1", "mail/Sender.kt",
+                        "I'd send mail through Postmark: a `MailSender` interface with a `PostmarkSender`, "
+                        "templates kept in Postmark.")
+    c = chat(env, "sw2", days=3)
+    c.tool("Read", file_path=os.path.join(env[1], "jobs", "Digest.kt"))
+    c.say("I'd build the weekly digest in `DigestJob` from the activity table, batch 500 users a run, and hand "
+          "each one to the sender that is wired up today, Postmark.")
+    c.user("yes")
+    c.stop(home, run=True)
+    passing = next(d for d in decisions(home) if "DigestJob" in d["text"])
+    c = chat(env, "sw3", days=40)
+    c.user("We're dropping Postmark and using SES directly. The renewal doubled and we only send "
+           "transactional mail.")
+    c.tool("Write", file_path=os.path.join(env[1], "mail", "SesSender.kt"), content="class SesSender")
+    c.say("Done:\n- Mail goes through SES directly (`SesSender`), templates rendered in the app.\n"
+          "- The Postmark sender and its config are removed.")
+    c.stop(home, run=True)
+    assert status_of(home, chose) == "superseded"
+    assert status_of(home, passing) == "active"
+    new = [d for d in decisions(home, "active") if "SesSender" in d["text"]]
+    assert new and "switched from Postmark to SES" in new[0]["text"]
+
+
+def test_a_choice_the_user_calls_a_mistake_is_retired_by_what_replaces_it(env):
+    home = env[0]
+    chose = agreed_rule(env, "mk1", "app/Di.kt",
+                        "I'd use Dagger for dependency injection: one component per feature, built in `AppGraph`.")
+    c = chat(env, "mk2", days=50)
+    c.user("Dagger was a mistake. Builds got slow and nobody understands the generated code. Let's go back to "
+           "wiring everything by hand in one `AppGraph` class.")
+    c.say("Plan: `AppGraph` builds every service through its constructor; the Dagger components and kapt go.")
+    c.user("go")
+    c.tool("Edit", file_path=os.path.join(env[1], "app", "Di.kt"), old_string="a", new_string="b")
+    c.say("Summary:\n- Services are wired by hand in `AppGraph`; the Dagger components and kapt are removed.")
+    c.stop(home, run=True)
+    assert status_of(home, chose) == "superseded"
