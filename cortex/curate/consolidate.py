@@ -122,6 +122,40 @@ def values(text: str) -> frozenset:
     return frozenset(NUMBER_RE.findall(text)) | frozenset(w.lower() for w in POLARITY_RE.findall(text))
 
 
+EDIT_MIN_SHARED = 2  # words an earlier rule shares with the rest of a line whose value an edit replaced
+# ... one of them not a unit's, which any two durations share ("timedelta(hours=30)" and "12 hours idle (`timedelta(
+# hours=12)`) ... the 30-day remember-me" are not about one thing)
+UNIT_TERMS = terms("ms millisecond milliseconds second seconds minute minutes hour hours day days week weeks month "
+                   "months year years timedelta duration time kb mb gb bytes percent")
+NAME_TOKEN_RE = re.compile(r"[A-Za-z_][\w.-]*\w")
+
+
+def _states(text: str, nums: frozenset, line: str) -> bool:
+    """Whether a rule states each of `nums` as the edited line does: with the word that follows it there
+    ("5 MB" for "smaller than 5 MB"; a rule's "5 reminders" is not the new limit), or alone when none does."""
+    have = values(text)
+    for n in nums:
+        if n not in have:
+            return False
+        unit = re.search(r"(?<![\w.])%s\s*([A-Za-z%%]+)" % re.escape(n), line or "")
+        if unit and not re.search(r"(?<![\w.])%s\s*%s" % (re.escape(n), re.escape(unit.group(1))), text, re.I):
+            return False
+    return True
+
+
+def _edit_values(tokens) -> tuple:
+    """(numbers, names) among the words an edit replaced or put in: "30m" and "30" are 30; a name of three
+    letters or more is itself ("mmkvStorage")."""
+    nums, names = set(), set()
+    for t in tokens or ():
+        found = re.findall(r"\d+(?:[.:]\d+)?", t)
+        if found:
+            nums.update(found)
+        elif len(t) > 2:
+            names.add(t.lower())
+    return frozenset(nums), frozenset(names)
+
+
 CHOICE_HEAD_WORDS = 15  # a rule that chose X names it in its first words, or more than once
 
 
@@ -378,6 +412,51 @@ class Consolidator:
             return sorted(set(named + switched))
         return sorted(set([rid for rid, sc in scored.items() if sc == best] if best >= CHANGE_MIN_SCORE else [])
                       | set(switched))
+
+    def edited_targets(self, rec: dict, edit: dict) -> list:
+        """The earlier rules a value edited in code makes stale (ingest/value_edits.py): active decisions of the
+        scope that state a value the edit replaced (a number as `values` reads it, or a name swapped for
+        another) and share at least EDIT_MIN_SHARED words with the rest of the edited line ("ttl: 30m  # held
+        reservations expire 30 minutes" -> 45 makes "a held reservation expires 30 minutes after creation
+        (`inventory.reservation.ttl: 30m`)" stale).  A rule that also holds every new value is not stale."""
+        kept = frozenset(t for k in edit.get("kept") or () for t in terms(k))
+        old_nums, old_names = _edit_values(edit.get("removed"))
+        new_nums, new_names = _edit_values(edit.get("added"))
+        if old_nums and new_nums:  # a number replaced: the words around it are the line's, not the value
+            old_names = new_names = frozenset()
+        if not kept or not (old_nums or old_names):
+            return []
+        shared, subject = {}, {}
+        for t in sorted(kept):
+            for rid in self._subject_matches(rec["scope_id"], "decision", frozenset([t]), rec.get("id")):
+                shared[rid] = shared.get(rid, 0) + 1
+                subject[rid] = subject.get(rid, 0) + (t not in UNIT_TERMS)
+        out = []
+        for rid, n in sorted(shared.items()):
+            other = self._earlier(rid, rec) if n >= EDIT_MIN_SHARED and subject.get(rid) else None
+            if other is None:
+                continue
+            nums = values(other["text"])
+            names = frozenset(w.lower() for w in NAME_TOKEN_RE.findall(other["text"]))
+            if not (old_nums & nums or old_names & names):
+                continue
+            if (new_nums or new_names) and _states(other["text"], new_nums, edit.get("new", "")) and new_names <= names:
+                continue  # it states the new value too: not the rule the edit contradicts
+            out.append(rid)
+        return out
+
+    def states_edit(self, rec: dict, edit: dict) -> bool:
+        """Whether a decision states the value an edit put in, about the edited line's subject."""
+        if rec.get("status") != "active":
+            return False
+        nums, names = _edit_values(edit.get("added"))
+        if nums and _edit_values(edit.get("removed"))[0]:
+            names = frozenset()
+        kept = frozenset(t for k in edit.get("kept") or () for t in terms(k))
+        text = rec["text"]
+        has = (not nums or nums <= values(text)) and (
+            not names or names <= frozenset(w.lower() for w in NAME_TOKEN_RE.findall(text)))
+        return bool(nums or names) and has and len(kept & terms(text)) >= 1
 
     def _earlier(self, rid, rec):
         other = self.store.get(rid)

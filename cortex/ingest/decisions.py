@@ -115,7 +115,8 @@ I_WOULD = (r"(?:(?:just|probably|also|still|actually|rather|definitely|personall
 PROPOSAL_RE = re.compile(
     r"\b(?:I|we)\s+(?:propose|suggest|recommend)\b|\bI'?d\s+(?:suggest|recommend|propose|go\s+with|lean\s+towards?)\b|"
     r"\bI['’]d\s+" + I_WOULD + r"|\bmy\s+(?:suggestion|recommendation|proposal)\b|"
-    r"^(?:\*\*)?(?:proposal|recommendation|suggestion|alternative|proposed\s+(?:rule|fix|change|approach|policy))"
+    r"^(?:\*\*)?(?:(?:counter|revised|updated|new)[\s-]?)?(?:proposal|recommendation|suggestion|alternative|"
+    r"proposed\s+(?:rule|fix|change|approach|policy))"
     r"(?:\*\*)?\s*:|"
     r"\bhow\s+about\b|(?:^|,\s*)(?:should|shall)\s+(?:we|I)\b|\b(?:want|would\s+you\s+like)\s+me\s+to\b|"
     r"\bthe\s+(?:rule|policy|convention)\s+(?:would|could|should)\s+be\b|^let'?s\s+(?!me\b|see\b|check\b|look\b|"
@@ -265,6 +266,19 @@ def _moving_off(text: str, st: dict) -> str:
     return "%s (switched from %s)." % (text.rstrip(". "), off["old"])
 
 
+REQUEST_CHARS = 200  # of a request the state keeps (as extract keeps the last prompt)
+
+
+def _bounded(s: str) -> str:
+    """At most REQUEST_CHARS characters, cut at a space: the state outlives the run, and a token glued to a
+    URL that the redactor could not tell apart ("…&cghp_…") must not be kept whole with it."""
+    if len(s) <= REQUEST_CHARS:
+        return s
+    from cortex.model import redact
+    cut = s.rfind(" ", 0, REQUEST_CHARS - 1)
+    return (s[:cut] if cut > REQUEST_CHARS // 2 else redact.cut(s, REQUEST_CHARS - 1)).rstrip(",;: ") + "…"
+
+
 def change_request(text: str):
     """{names, text, values, old, new} of a user's turn that asks for something (nothing hypothetical or put
     off) about named code, or in five words or more, or None: the names; the request's first two sentences
@@ -298,8 +312,8 @@ def change_request(text: str):
     # only the code
     loose = [_tidy(x) for x in LOOSE_SENT_RE.split(" ".join(asks)) if x and x.strip()]
     asked = [x for x in loose if VALUE_DIGIT_RE.search(x) and CHANGE_VERB_RE.search(x)][:1]
-    return {"names": names, "text": " ".join(x.rstrip(".?").rstrip() + "." for x in said if x),
-            "asked": asked[0].rstrip(".?").rstrip() + "." if asked else None,
+    return {"names": names, "text": _bounded(" ".join(x.rstrip(".?").rstrip() + "." for x in said if x)),
+            "asked": _bounded(asked[0].rstrip(".?").rstrip() + ".") if asked else None,
             "values": sorted(set(NUMBER_RE.findall(" ".join(x for x in asks if VALUE_DIGIT_RE.search(x))))),
             "old": old, "new": new}
 
@@ -498,7 +512,8 @@ def initial_state() -> dict:
 # -- proposals ----------------------------------------------------------------------------------------
 
 ASK_TAIL_RE = re.compile(r"\s*\?+$")
-PROPOSING_WORD_RE = re.compile(r"\b(?:propose|suggest|recommend|I'?d)\b|^(?:\*\*)?alternative(?:\*\*)?\s*:", re.I)
+PROPOSING_WORD_RE = re.compile(r"\b(?:propose|suggest|recommend|I'?d)\b|^(?:\*\*)?alternative(?:\*\*)?\s*:|"
+                               r"^(?:\*\*)?(?:counter|revised|updated|new)[\s-]?proposal(?:\*\*)?\s*:", re.I)
 
 
 def proposal_of(text: str):
@@ -536,6 +551,18 @@ def _proposal(prose: str, tidied: list):
         if rec and rec.group("label") in numbered:
             options, numbered = numbered, {}
     recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
+    leads = {}
+    if not options and OPTIONS_WORD_RE.search(prose):
+        # "Options: - **Keep sequential numbers.** Costs nothing, but ... - **Timestamp versions.** Name files
+        # ...": the reply may pick one by naming it ("timestamp versions, yes")
+        for n, m in enumerate(BOLD_LEAD_RE.finditer(prose), 1):
+            body = _tidy(m.group("lead") + " " + m.group("rest"))
+            leads[str(n)] = {"lead": _tidy(m.group("lead")).rstrip(".:"), "text": body}
+            against = DOWNSIDE_RE.search(body)
+            if against:
+                downsides[str(n)] = against.group("reason").strip().rstrip(".")
+        if len(leads) < 2:
+            leads = {}
     sents = [s for s in tidied if s and not OPTION_RE.match(s)]
     picked, asked = [], False
     for i, s in enumerate(sents):
@@ -558,9 +585,9 @@ def _proposal(prose: str, tidied: list):
             items = [x.rstrip(".;") for x in sents[i + 1:i + 5] if x and not x.endswith("?") and not ASK_RE.search(x)]
             s = (s.rstrip(":") + ": " + "; ".join(items) + ".") if items else s
         picked.append(s)
-    if not picked and not options:
+    if not picked and not options and not leads:
         return None
-    if not asked and not options and not any(PROPOSING_WORD_RE.search(p)
+    if not asked and not options and not leads and not any(PROPOSING_WORD_RE.search(p)
                                              or FIRM_RE.match(p) and len(prose.split()) <= 120 for p in picked):
         return None
     out = {"text": " ".join(picked[:3]), "options": options, "recommended": recommended}
@@ -568,7 +595,28 @@ def _proposal(prose: str, tidied: list):
         out["downsides"] = downsides
     if len(numbered) >= 2:
         out["numbered"] = numbered
+    if leads:
+        out["leads"] = leads
     return out
+
+
+# options set out as bullets with a bold lead, in a turn that calls them options
+BOLD_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*]|\d+[.)])\s+\*\*(?P<lead>[^*\n]{3,90}?)\*\*\s*(?P<rest>[^\n]*)$")
+OPTIONS_WORD_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either)\b", re.I)
+ECHO_STOP = frozenset("the a an and or of to in on for with keep use go yes ok okay sure we our it its".split())
+
+
+def _echoed(first_line: str, leads: dict):
+    """The label of the one option whose bold lead the reply's first clause names ("timestamp versions, yes"
+    for "**Timestamp versions.**"), else None: all its words, or two of them when it has more."""
+    clause = re.split(r"[,.;:!?]|\s[-–—]\s", first_line, maxsplit=1)[0].lower()
+    said = set(re.findall(r"[a-z0-9][\w-]*", clause))
+    hits = []
+    for label, opt in leads.items():
+        words = [w for w in re.findall(r"[a-z0-9][\w-]*", opt["lead"].lower()) if w not in ECHO_STOP]
+        if words and sum(w in said for w in words) >= min(2, len(words)):
+            hits.append(label)
+    return hits[0] if len(hits) == 1 else None
 
 
 def _statement(proposal: str) -> str:
@@ -724,11 +772,22 @@ def user_turn(text: str, st: dict):
                          "rejected"))
     first_line = prose.split("\n")[0]
     choose = CHOOSE_RE.match(first_line)
+    echo = _echoed(first_line, prop["leads"]) if prop and prop.get("leads") and not choose else None
     agree = AGREE_RE.match(prose)
     cond_only = COND_ONLY_RE.match(prose)
-    if prop and (choose or agree or cond_only) and not DECLINE_RE.match(prose) and not UNDECIDED_RE.search(prose):
+    if (prop and (choose or echo or agree or cond_only) and not DECLINE_RE.match(prose)
+            and not UNDECIDED_RE.search(prose)):
         statement = None
-        if choose:
+        if echo:
+            leads = prop["leads"]
+            statement = cap_first(leads[echo]["text"].rstrip(".") + ".")
+            for other, why in sorted((prop.get("downsides") or {}).items()):
+                if other != echo and other in leads and len(why.split()) >= 3:
+                    lead.append(("rejected", _rejection(leads[other]["lead"][:1].lower() + leads[other]["lead"][1:],
+                                                        why, None, {}), USER_REJECTED - 0.1, "rejected"))
+            rest = re.split(r"[,.;:!?]", first_line, maxsplit=1)[1] if re.search(r"[,.;:!?]", first_line) else ""
+            rest = re.sub(r"^\s*(?:yes|yep|yeah|ok(?:ay)?|sure|please|pls)\b[\s,.!]*", "", rest, flags=re.I)
+        elif choose:
             opts = prop.get("options") or prop.get("numbered") or {}
             label = choose.group("label") or choose.group("bare")
             if choose.group("ord") and opts:

@@ -106,6 +106,7 @@ class Candidate:
     salience: float = 0.5
     since: str = ""               # a record that sums up a session's state: when that state began
     if_replacing: bool = False    # kept only when it replaces an earlier rule (a confirmed change: decisions.py)
+    edit: Optional[dict] = None   # a value edited in code (value_edits.py): kept only when it makes a rule stale
 
 
     def to_store(self, ctx: Context) -> dict:
@@ -593,6 +594,38 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict,
     return out, dstate
 
 
+EDITED = 0.8  # a value the session edited in code, where a rule stated the old one
+TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?|spec|specs|__tests__|testdata|fixtures)/|(?:^|/)test_[^/]*$|"
+                          r"[_.-](?:test|spec)\.[^/.]+$|(?-i:(?:Test|Tests|IT|Spec))\.[^/.]+$", re.I)
+EDIT_LINE_CHARS = 200
+
+
+def edit_candidates(e: B.Entry, ctx: Context, at: str, asked: str = "") -> list:
+    """A decision candidate for each line of an edit that replaces a value (value_edits.py): "`ttl: 45m  # held
+    reservations expire 45 minutes` in `inventory-svc/application.yml` (was 30)".  The normalizer keeps one
+    only when an earlier rule states the replaced value (consolidate.edited_targets), and then only when no
+    decision of the session states the new value already (that one replaces the rule)."""
+    from cortex.ingest.value_edits import value_edits
+    out = []
+    rel = _rel(e.files[0], ctx.cwd) if e.files else ""
+    if TEST_PATH_RE.search(rel.replace("\\", "/")):
+        return out  # a test's values follow the rule (fixtures, boundaries); they do not set it
+    for i, ve in enumerate(value_edits(e.args or {}, e.text or "")):
+        line = clean_sentence(ve["new"], EDIT_LINE_CHARS).replace("`", "'")
+        removed = [t for t in ve["removed"] if not any(t != u and t in u for u in ve["removed"])]  # 30m, not 30m, 30
+        was = clean_sentence(", ".join(removed), 80).replace("`", "'")
+        text = "`%s`%s (was %s)." % (line, " in `%s`" % rel if rel else "", was)
+        # the user's words for it, when the last request says the new value ("they want 45 min before ...")
+        said = [x for x in re.split(r"(?<=[.!?])\s+|\n+", asked or "") if any(
+            re.search(r"(?<![\w.])%s(?![\d.])" % re.escape(n), x) for n in re.findall(r"\d+(?:[.:]\d+)?", " ".join(ve["added"])))]
+        if said:
+            text = "%s: %s" % (text.rstrip("."), clean_sentence(said[-1], 160))
+        out.append(Candidate("decision", text, EDITED, "edit", e.ref, at, files=[rel] if rel else [],
+                             key="edit:%s:%s:%d" % (ctx.session, e.ref, i), replace=True, salience=0.8,
+                             edit={k: ve[k] for k in ("removed", "added", "kept", "old", "new")}))
+    return out
+
+
 def _redact_tree(obj, redact):
     if isinstance(obj, str):
         return redact.clean(obj)[0]
@@ -735,6 +768,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             if e.action in (B.EDIT, B.WRITE, B.READ) and not e.sidechain:
                 for f in e.files:
                     touched = touch(touched, _rel(f, ctx.cwd), turn)
+            if e.action == B.EDIT and not e.sidechain:
+                out.extend(edit_candidates(e, ctx, at, (st.get("last_prompt") or {}).get("text") or ""))
             if e.action in (B.EDIT, B.WRITE):
                 for f in e.files:
                     rel = _rel(f, ctx.cwd)

@@ -575,6 +575,10 @@ class Run:
         if (self.cfg.get("episodes") or {}).get("enabled", True):
             cands = [c for c in cands if not (c.type == "progress" and not c.files)]
         known = sorted({f for c in cands for f in c.files})
+        # values edited in code come last: a decision of the session that states the new value is the rule that
+        # replaces the stale one, and the edit's own line only when there is none
+        cands = [c for c in cands if c.edit is None] + [c for c in cands if c.edit is not None]
+        stored = []
         for c in cands:
             cand = c.to_store(ctx)
             if cand.get("files") and c.type in ("decision", "rejected"):
@@ -588,7 +592,16 @@ class Run:
                 if named:
                     cand["file_state"] = dict(cand.get("file_state") or {}, **{p: {"named": 1} for p in named})
             replacing = None
-            if c.if_replacing:
+            if c.edit is not None:
+                replacing = self.cons.edited_targets(dict(cand, created=cand["provenance"]["at"], status="active"),
+                                                     c.edit)
+                if not replacing:
+                    continue
+                says = [r for r in stored if r["type"] == "decision" and self.cons.states_edit(r, c.edit)]
+                if says:
+                    self.cons.supersede(says[-1], replacing=replacing)
+                    continue
+            elif c.if_replacing:
                 replacing = self.cons.changed_targets(dict(cand, created=cand["provenance"]["at"], status="active"))
                 if not replacing:
                     continue  # a change to something no rule in memory says: the progress note and episode have it
@@ -600,6 +613,7 @@ class Run:
             if rec is None:
                 continue
             self.touched_scopes.add(rec["scope_id"])
+            stored.append(rec)
             self.store.changed.add(rec["id"])  # a run that died after writing it may not have indexed it
             self.cons.written(rec)
             if related:

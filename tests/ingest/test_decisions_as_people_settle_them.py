@@ -476,3 +476,75 @@ def test_a_choice_the_user_calls_a_mistake_is_retired_by_what_replaces_it(env):
     c.say("Summary:\n- Services are wired by hand in `AppGraph`; the Dagger components and kapt are removed.")
     c.stop(home, run=True)
     assert status_of(home, chose) == "superseded"
+
+
+def _edit(c, env, path, old, new):
+    c.tool("Edit", file_path=os.path.join(env[1], *path.split("/")), old_string=old, new_string=new)
+
+
+def test_a_value_edited_in_code_retires_the_rule_stating_the_old_one_however_the_chat_words_it(env):
+    home = env[0]
+    old = agreed_rule(env, "ve1", "inventory/application.yml",
+                      "I'd let a held reservation expire 30 minutes after creation (`inventory.reservation.ttl: 30m`) "
+                      "unless it is confirmed.")
+    c = chat(env, "ve2", days=40)
+    c.user("ops escalation: on the big B2B waves pickers come back and the stock is gone. they want 45 min before "
+           "it goes back on the shelf. how hard is that")
+    _edit(c, env, "inventory/application.yml", "    ttl: 30m   # held reservations expire 30 minutes after creation",
+          "    ttl: 45m   # held reservations expire 45 minutes after creation")
+    c.say("PR #148 is open; after the deploy new holds last longer.")
+    c.user("ship")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "superseded"
+    [new] = decisions(home, "active")
+    assert "ttl: 45m" in new["text"] and "(was 30m)" in new["text"]
+
+
+def test_the_sessions_own_statement_of_the_new_value_replaces_the_rule_not_the_edited_line(env):
+    home = env[0]
+    old = agreed_rule(env, "ve3", "billing/account.rb", "I'd cap logos at 1 MB, PNG or JPEG only, validated on `Account`.")
+    c = chat(env, "ve4", days=30)
+    c.user("customers keep hitting the logo limit with phone photos")
+    _edit(c, env, "billing/account.rb", '    errors.add(:logo, :too_big, message: "must be smaller than 1 MB") if big',
+          '    errors.add(:logo, :too_big, message: "must be smaller than 5 MB") if big')
+    c.say("I'd raise it to 5 MB and downscale on upload in `NormalizeLogoJob`.")
+    c.user("yes")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "superseded"
+    [new] = decisions(home, "active")
+    assert "5 MB" in new["text"] and "NormalizeLogoJob" in new["text"]
+
+
+def test_an_edit_that_changes_a_value_no_rule_states_keeps_nothing(env):
+    home = env[0]
+    old = agreed_rule(env, "ve5", "inventory/application.yml",
+                      "I'd let a held reservation expire 30 minutes after creation (`inventory.reservation.ttl: 30m`).")
+    c = chat(env, "ve6", days=10)
+    c.user("the kafka test container keeps timing out on CI")
+    # a value of another line: no rule states it, and a number shared by chance is not enough
+    _edit(c, env, "tests/KafkaIT.kt", "    container.withStartupTimeout(Duration.ofSeconds(30))",
+          "    container.withStartupTimeout(Duration.ofSeconds(90))")
+    c.say("Done: the container gets 90 seconds to start.")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "active"
+    assert [d["id"] for d in decisions(home)] == [old["id"]]
+
+
+@pytest.mark.parametrize("path, old_line, new_line", [
+    # a test's values follow the rule; they do not set it
+    ("tests/booking/test_cancel.py", "    appt = make_appt(starts_at=now() + timedelta(hours=30))",
+     "    appt = make_appt(starts_at=now() + timedelta(hours=72))"),
+    # two durations share their unit's words, not their subject
+    ("config/retries.py", "RETRY_WINDOW = timedelta(hours=30)  # retry window", "RETRY_WINDOW = timedelta(hours=72)  # retry window"),
+])
+def test_an_edit_that_shares_only_a_number_and_its_unit_with_a_rule_leaves_it(env, path, old_line, new_line):
+    home = env[0]
+    old = agreed_rule(env, "vu1", "staff/auth.py",
+                      "I'd expire staff sessions after 12 hours idle (`STAFF_IDLE = timedelta(hours=12)`); the 30-day "
+                      "remember-me goes.")
+    c = chat(env, "vu2", days=12)
+    c.user("bump it please")
+    _edit(c, env, path, old_line, new_line)
+    c.say("Done.")
+    c.stop(home, run=True)
+    assert status_of(home, old) == "active"
