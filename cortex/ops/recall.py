@@ -30,6 +30,10 @@ conversations.  Every hit carries `kind` ("record" or "episode"); `kind=` keeps 
 Passages are searched in the project (in every project with scope "all"); a type filter keeps
 records only.
 
+A query in the words of a rule since replaced (the superseded decision matches it at least PULL_SHARE as
+well as the best current record) also finds the rule now in force, scored with that match: the amendment
+rarely repeats the old rule's words ("make it 14 days" for "keep people signed in for 60 days").
+
 Recall is a use: each returned record gets the current UTC time appended to its `used` list (which
 raises its activation) and its index row refreshed; an archived record that is returned is restored
 to active.
@@ -399,6 +403,42 @@ def _lineages(home, roots: dict) -> tuple:
     return {rid: _walk(first, lambda x: links.get(x, ()), rid) for rid, first in roots.items()}, sessions
 
 
+PULL_FROM = 5      # superseded decisions read for a query, the best first
+PULL_SHARE = 0.8   # ... whose match is at least this share of the best current record's
+
+
+def _rules_now(home, con, superseded: list, max_bm25: float, have: set) -> list:
+    """[(id, bm25)] of the rules in force that replaced superseded decisions matching the query about as well
+    as the best current record does (or better), each once, not already among the hits: the bm25 is that
+    of the replaced rule's match."""
+    out = []
+    for b, rid in superseded:
+        if max_bm25 and b < PULL_SHARE * max_bm25:
+            continue
+        now_id = _rule_in_force(home, con, rid)
+        if now_id and now_id not in have and now_id not in [x for x, _ in out]:
+            out.append((now_id, b))
+    return out
+
+
+def _rule_in_force(home, con, rid: str):
+    """The active record a superseded one leads to through `superseded_by` (the latest link each step), or
+    None, at most CHAIN_DEPTH links."""
+    seen, x = set(), rid
+    for _ in range(CHAIN_DEPTH):
+        row = con.execute("SELECT path, status FROM records WHERE id=?", (x,)).fetchone()
+        if not row:
+            return None
+        if row[1] == "active" and x != rid:
+            return x
+        seen.add(x)
+        nxt = [n for n in _links(_record_at(home.record_file(row[0])), "superseded_by") if n not in seen]
+        if not nxt:
+            return None
+        x = nxt[-1]
+    return None
+
+
 def _after_superseding(home, ranked: list, k: int) -> list:
     """`ranked` [(key, hit)] with every hit that comes only from sessions of the decisions a record hit among
     the first k superseded moved right after that record: the current rule ranks above the passages (and the
@@ -539,6 +579,24 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             best = _best_k(con, [c for c in light if c[2] in keep], depth, max_bm25,
                            lambda rec: rank.parts(rec, now, cfg, days))
             rows = _rows(con, sorted(rid for (_, _, rid), _, _ in best))
+        if want_records and not include_archived and (not types or "decision" in types):
+            # a query in the words of a rule since replaced ("what's the login timeout?" for the old
+            # SESSION_TTL rule): the rule now in force is a hit, with the match of the one it replaced
+            sup = record_hits(con, terms, PULL_FROM, scopes=allowed, statuses=["superseded"], types=["decision"],
+                              reader=reader)
+            pulled = _rules_now(home, con, sup, max_bm25, {rid for (_, _, rid), _, _ in best})
+            if pulled:
+                top_b = max([max_bm25] + [b for _, b in pulled])
+                prow, xrows = _part_rows(con, sorted(c for c, _ in pulled)), _rows(con, sorted(c for c, _ in pulled))
+                days = _active_days(con, [project["id"], domain])
+                for cid, b in pulled:
+                    r = xrows.get(cid)
+                    if not r or r["status"] != "active" or (allowed is not None and r["scope_id"] not in allowed):
+                        continue
+                    tier = 0 if r["scope_id"] == project["id"] else 2 if r["scope_id"] == domain else 4
+                    p = rank.parts(prow[cid], now, cfg, days)
+                    best.append(((tier, -score(b, top_b, p)["score"], cid), score(b, top_b, p), p))
+                    rows[cid], scores[cid] = r, b
         if want_passages:
             from cortex.store.index import passage_scores
             projects = None if allowed is None else ({project["id"]} if project["id"] in allowed else set())

@@ -125,3 +125,27 @@ def test_a_chain_is_followed_once_round_a_cycle_and_at_most_ten_links_deep():
     got = _walk(["r0"], lambda x: asked.append(x) or line[x], "me")
     assert CHAIN_DEPTH == 10 and got == {"r%d" % i: i + 1 for i in range(CHAIN_DEPTH)}
     assert asked == ["r%d" % i for i in range(CHAIN_DEPTH)]
+
+
+def test_a_question_in_the_words_of_a_replaced_rule_finds_the_rule_now_in_force(env):
+    """The amendment shares no word with the question (it sets the code, in other words), the replaced rule
+    shares several: the rule in force is a hit all the same, above the old chat."""
+    home, project, root = env
+    old = testkit.Chat(root, project, "ttl-old", T0)
+    old.tool("Read", file_path=os.path.join(project, "auth/session.kt"))
+    old.say("I'd keep people signed in for 60 days, sliding: every refresh extends the login "
+            "(`SESSION_TTL = 60.days`).")
+    old.user("yes")
+    old.stop(home, run=True)
+    new = testkit.Chat(root, project, "ttl-new", T0 + 30 * DAY)
+    new.user("Audit finding SEC-9: make it 14 days.")
+    new.tool("Edit", file_path=os.path.join(project, "auth/session.kt"), old_string="val SESSION_TTL = 60.days",
+             new_string="val SESSION_TTL = 14.days")
+    new.say("Done: `SESSION_TTL = 14.days`.")
+    new.stop(home, run=True)
+    q = "how long do people stay signed in, is the login sliding?"
+    hits = recall(home, q, cwd=project, k=5, record_use=False)["hits"]
+    now_in_force = [i for i, h in enumerate(hits) if h["kind"] == "record" and "14.days" in h["text"]]
+    assert now_in_force, [(h["kind"], h.get("status"), h["text"][:70]) for h in hits]
+    olds = _where(hits, ["ttl-old"])
+    assert not olds or now_in_force[0] < min(olds)
