@@ -74,7 +74,8 @@ def merge_ranking(records: list, passages: list, terms_of, weights: dict = WEIGH
     for h in passages:
         best_of[h["session"]] = max(best_of.get(h["session"], 0.0), h["relevance"])
     for rec in records:
-        sess = rec.get("sessions") or ()
+        # (a rule found through the rule it replaced is scored with that rule's conversation too: recall.py)
+        sess = rec.get("match_sessions") or rec.get("sessions") or ()
         key = [rec["tier"], -merged_score(rec, max([best_of.get(x, 0.0) for x in sess]) if sess else None, weights),
                rec["id"], rec]
         mine = None

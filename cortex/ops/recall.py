@@ -31,8 +31,10 @@ Passages are searched in the project (in every project with scope "all"); a type
 records only.
 
 A query in the words of a rule since replaced (the superseded decision matches it at least PULL_SHARE as
-well as the best current record) also finds the rule now in force, scored with that match: the amendment
-rarely repeats the old rule's words ("make it 14 days" for "keep people signed in for 60 days").
+well as the best current record) also finds the rule now in force, scored with that match, and beside
+passages with the conversation of the rule it replaced as well as its own: the amendment rarely repeats
+the old rule's words ("make it 14 days" for "keep people signed in for 60 days"), while the old chat's
+turns say them many times.
 
 Recall is a use: each returned record gets the current UTC time appended to its `used` list (which
 raises its activation) and its index row refreshed; an archived record that is returned is restored
@@ -407,17 +409,17 @@ PULL_FROM = 5      # superseded decisions read for a query, the best first
 PULL_SHARE = 0.8   # ... whose match is at least this share of the best current record's
 
 
-def _rules_now(home, con, superseded: list, max_bm25: float, have: set) -> list:
-    """[(id, bm25)] of the rules in force that replaced superseded decisions matching the query about as well
-    as the best current record does (or better), each once, not already among the hits: the bm25 is that
-    of the replaced rule's match."""
+def _rules_now(home, con, superseded: list, max_bm25: float) -> list:
+    """[(id, bm25, replaced id)] of the rules in force that replaced superseded decisions matching the query
+    about as well as the best current record does (or better), each once: the bm25 is that of the replaced
+    rule's match."""
     out = []
     for b, rid in superseded:
         if max_bm25 and b < PULL_SHARE * max_bm25:
             continue
         now_id = _rule_in_force(home, con, rid)
-        if now_id and now_id not in have and now_id not in [x for x, _ in out]:
-            out.append((now_id, b))
+        if now_id and now_id not in [x for x, _, _ in out]:
+            out.append((now_id, b, rid))
     return out
 
 
@@ -584,12 +586,17 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             # SESSION_TTL rule): the rule now in force is a hit, with the match of the one it replaced
             sup = record_hits(con, terms, PULL_FROM, scopes=allowed, statuses=["superseded"], types=["decision"],
                               reader=reader)
-            pulled = _rules_now(home, con, sup, max_bm25, {rid for (_, _, rid), _, _ in best})
+            now_in_force = _rules_now(home, con, sup, max_bm25)
+            via = _rows(con, sorted({old for _, _, old in now_in_force})) if now_in_force else {}
+            for cid, _, old in now_in_force:  # already a hit: scored with the replaced rule's conversation too
+                if cid in rows:
+                    rows[cid]["match_sessions"] = sorted(set(rows[cid]["sessions"]) | set(via[old]["sessions"]))
+            pulled = [x for x in now_in_force if x[0] not in {rid for (_, _, rid), _, _ in best}]
             if pulled:
-                top_b = max([max_bm25] + [b for _, b in pulled])
-                prow, xrows = _part_rows(con, sorted(c for c, _ in pulled)), _rows(con, sorted(c for c, _ in pulled))
+                top_b = max([max_bm25] + [b for _, b, _ in pulled])
+                prow, xrows = _part_rows(con, sorted(c for c, _, _ in pulled)), _rows(con, sorted(c for c, _, _ in pulled))
                 days = _active_days(con, [project["id"], domain])
-                for cid, b in pulled:
+                for cid, b, old in pulled:
                     r = xrows.get(cid)
                     if not r or r["status"] != "active" or (allowed is not None and r["scope_id"] not in allowed):
                         continue
@@ -597,6 +604,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
                     p = rank.parts(prow[cid], now, cfg, days)
                     best.append(((tier, -score(b, top_b, p)["score"], cid), score(b, top_b, p), p))
                     rows[cid], scores[cid] = r, b
+                    # beside passages it is scored with the replaced rule's conversation as well as its own
+                    r["match_sessions"] = sorted(set(r["sessions"]) | set(via[old]["sessions"]))
         if want_passages:
             from cortex.store.index import passage_scores
             projects = None if allowed is None else ({project["id"]} if project["id"] in allowed else set())

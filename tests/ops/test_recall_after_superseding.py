@@ -149,3 +149,31 @@ def test_a_question_in_the_words_of_a_replaced_rule_finds_the_rule_now_in_force(
     assert now_in_force, [(h["kind"], h.get("status"), h["text"][:70]) for h in hits]
     olds = _where(hits, ["ttl-old"])
     assert not olds or now_in_force[0] < min(olds)
+
+
+def test_the_rule_in_force_is_scored_with_the_conversation_of_the_rule_it_replaced(env):
+    """The amendment is a hit, but weakly (one of the question's words), while the old chat's turns hold
+    them all, many times: the rule in force still ranks above the old chat's passages."""
+    home, project, root = env
+    old = testkit.Chat(root, project, "logo-old", T0)
+    old.user("a customer uploaded an svg logo and the pdf worker crashed. should we allow svg logos at all?")
+    old.tool("Read", file_path=os.path.join(project, "app/models/account.rb"))
+    old.say("SVG logos can carry scripts, and the PDF renderer chokes on some svg files. I'd allow PNG or JPEG "
+            "logos only, max 1 MB, and reject svg uploads with a clear message.")
+    old.user("yes, no svg logos")
+    old.user("and the svg logos already uploaded? convert them")
+    old.say("Converted the 12 svg logos already uploaded to PNG.")
+    old.stop(home, run=True)
+    new = testkit.Chat(root, project, "logo-new", T0 + 30 * DAY)
+    new.user("phone photos are bigger than the limit, raise it")
+    new.tool("Edit", file_path=os.path.join(project, "app/models/account.rb"),
+             old_string='    errors.add(:logo, :too_big, message: "must be smaller than 1 MB") if too_big?',
+             new_string='    errors.add(:logo, :too_big, message: "must be smaller than 5 MB") if too_big?')
+    new.say("I'd raise the logo limit to 5 MB, still PNG or JPEG only, and downscale on upload in `NormalizeLogoJob`.")
+    new.user("yes")
+    new.stop(home, run=True)
+    hits = recall(home, "can users upload svg logos now?", cwd=project, k=5, record_use=False)["hits"]
+    now_in_force = [i for i, h in enumerate(hits) if h["kind"] == "record" and "5 MB" in h["text"]]
+    assert now_in_force, [(h["kind"], h.get("session"), h["text"][:70]) for h in hits]
+    olds = _where(hits, ["logo-old"])
+    assert not olds or now_in_force[0] < min(olds)
