@@ -579,6 +579,7 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict,
     text = redact.clean(entry.text or "")[0]
     found, dstate = D.step("user" if entry.kind == B.USER else "assistant", text, dstate,
                            "%s:%s" % (ctx.session, entry.ref))
+    found, dstate = _settle(entry, text, found, dstate, ctx)
     out = []
     for rtype, text, conf, kind, key in found:
         text = clean_sentence(text, ctx.max_chars)
@@ -592,6 +593,38 @@ def conversation_candidates(entry: B.Entry, ctx: Context, at: str, dstate: dict,
         out.append(Candidate(rtype, text, conf, "conversation", entry.ref, at, key=key, replace=bool(key),
                              salience=0.8, if_replacing=kind == "changed"))
     return out, dstate
+
+
+SETTLED = 0.8  # a choice the user took up from the assistant's offer, stated once the code changed (settle.py)
+
+
+def _settle(entry: B.Entry, text: str, found: list, dstate: dict, ctx: Context):
+    """The exchange reader of settle.py beside the phrasings of decisions.py: a pick they did not catch is
+    kept when the assistant states it after an edit; a change they read while a pick waited answers a
+    choice, so it is kept even when it replaces no rule."""
+    from cortex.ingest import settle as S
+    ss = dstate.get("settle") or S.initial()
+    waiting = ss.get("pick")
+    if entry.kind == B.USER:
+        ss = S.user_turn(text, entry.ref, ss)
+        if any(f[0] == "decision" for f in found):
+            ss = S.caught(ss)
+    else:
+        said, ss = S.assistant_turn(text, ss)
+        if waiting and any(f[0] == "decision" and f[3] != "changed" for f in found):
+            ss = S.caught(ss)
+        elif waiting:
+            # a change decisions.py read while the pick waited answers the choice: it is the pick's
+            # statement when it states it (kept then, replacing nothing or not), else it stays a change
+            changes = [f for f in found if f[3] == "changed" and S.stated(f[1], waiting)]
+            best = max([(S.stated(f[1], waiting), 1, f[1]) for f in changes] + ([(S.stated(said, waiting), 0, said)]
+                                                                                 if said else []), default=None)
+            if best and best[0] >= waiting.get("score", 0):
+                # (on a tie the change's text: it keeps the user's words for it)
+                found = [f for f in found if f not in changes] + [
+                    ("decision", best[2], SETTLED, "settled", "settle:%s:%s" % (ctx.session, waiting["ref"]))]
+                ss = S.scored(ss, best[0])
+    return found, dict(dstate, settle=ss)
 
 
 EDITED = 0.8  # a value the session edited in code, where a rule stated the old one
@@ -768,6 +801,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             if e.action in (B.EDIT, B.WRITE, B.READ) and not e.sidechain:
                 for f in e.files:
                     touched = touch(touched, _rel(f, ctx.cwd), turn)
+            if e.action in (B.EDIT, B.WRITE) and not e.sidechain and (dstate.get("settle") or {}).get("pick"):
+                from cortex.ingest import settle as S
+                dstate = dict(dstate, settle=S.edited(dstate["settle"]))
             if e.action == B.EDIT and not e.sidechain:
                 out.extend(edit_candidates(e, ctx, at, (st.get("last_prompt") or {}).get("text") or ""))
             if e.action in (B.EDIT, B.WRITE):

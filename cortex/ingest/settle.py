@@ -1,0 +1,200 @@
+"""A choice read from the exchange itself, not from how it is worded.
+
+The assistant puts a choice to the user (options, an alternative, "either ... or"); the user's reply
+takes up something specific from it (a number, a name, a code word, a phrase of two words); the session
+then changes code, and the assistant says what now holds with those same words. That sentence is the
+rule the session settled: "After merge and deploy, new stock holds last 45 minutes" after "flat 45, keep
+it simple" answered "45 minutes covers the p95 ... One alternative is ...".
+
+Nothing here lists how people agree: the reply only has to echo what was offered, not ask, not put it
+off; the statement only has to repeat the echo after an edit. `decisions.py` reads the phrasings it
+knows; this reader keeps what those leave out, and stands aside when they caught the exchange.
+
+The state (a dict under the decisions state, saved with the transcript cursor) holds at most a few
+short, redacted lines: the offer being answered and the pick waiting for its statement.
+"""
+import re
+
+from cortex.ingest import decisions as D
+
+OFFER_LINES = 12          # sentences/bullets of an offer the state keeps
+LINE_CHARS = 200          # of each
+PICK_WAITS = 12           # assistant entries a pick waits for the statement of it
+REPLY_WORDS = 80          # a longer reply is a new brief, not an answer
+STATEMENT_WORDS = (5, 70)
+
+CHOICE_RE = re.compile(r"\b(?:options?|alternatives?|alternatively|either|instead|approaches|choices|vs\.?|versus|"
+                       r"trade-?offs?)\b", re.I)
+BULLET_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*+]|\d+[.)])\s+\*\*[^*\n]{2,90}\*\*")
+ASKS_OR_RE = re.compile(r"\bor\b[^?]*\?\s*$", re.I)
+STOP = frozenset("""a an the and or but of to in on for with at by from as is are was were be been it its this that
+these those we you i our your us me my they them their there here so if then than just also only not no yes ok okay
+sure fine do does did done can could would should will shall may might must have has had get got go going make
+keep use let lets let's want need one two all any some more less much very really still now new old same other
+what which who when where why how about into over under up down out off too""".split())
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.:,]\d+)?(?![\w])")
+WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
+CODE_RE = re.compile(r"`([^`\n]{1,80})`")
+
+
+def _strong(word: str) -> bool:
+    """A name rather than a word of the language: snake_case, dotted.path, camelCase, an acronym (SSE)."""
+    return bool(re.search(r"[_./+]|[a-z][A-Z]|^[A-Z]{2,}\d*s?$|\d", word))
+
+
+def _words(text: str) -> list:
+    return [w.strip(".-/+") for w in WORD_RE.findall(text)]
+
+
+def _content(text: str) -> list:
+    return [w.lower() for w in _words(text) if len(w) >= 3 and w.lower() not in STOP]
+
+
+def offers_choice(prose: str) -> bool:
+    """Whether an assistant turn puts a choice to the user: options, an alternative, "either", a question
+    ending "... or ...?", or two or more bullets with a bold lead."""
+    return bool(CHOICE_RE.search(prose) or len(BULLET_LEAD_RE.findall(prose)) >= 2
+                or any(ASKS_OR_RE.search(s) for s in D._sentences(prose)))
+
+
+def offer_lines(prose: str) -> list:
+    lines = [D._tidy(s)[:LINE_CHARS] for s in D._sentences(prose)]
+    return [s for s in lines if len(s.split()) >= 2][:OFFER_LINES]
+
+
+def echo(reply: str, offer: list) -> dict:
+    """What the reply takes up from the offer: numbers, names and code words the offer has, and any two
+    content words side by side in both ("per pr schema", "sunday evening").  {} when nothing specific."""
+    said = " \n ".join(offer)
+    low = said.lower()
+    given = NUMBER_RE.findall(reply)
+    nums = [n for n in given if re.search(r"(?<![\w.])%s(?![\w])" % re.escape(n), said)]
+    codes = {c.lower() for c in CODE_RE.findall(said)}
+    names = []
+    for w in _words(reply):
+        lw = w.lower()
+        if lw in STOP or len(lw) < 2:
+            continue
+        if (_strong(w) or lw in codes) and re.search(r"(?<![\w])%s(?![\w])" % re.escape(lw), low):
+            names.append(lw)
+    content = _content(reply)
+    offered = _content(said)
+    pairs = {(a, b) for a, b in zip(offered, offered[1:])}
+    phrases = ["%s %s" % p for p in zip(content, content[1:]) if p in pairs]
+    if not (nums or names or phrases):
+        return {}
+    for name in [n for n in names if re.fullmatch(r"[a-z]{2,6}s?", n)]:
+        # an acronym the offer spells out ("server-sent events (SSE)"): the statement may use either
+        for m in re.finditer(r"((?:[A-Za-z][\w]*[\s-]+){1,6})\(\s*%s\s*\)" % re.escape(name), said, re.I):
+            parts = re.split(r"[\s-]+", m.group(1).strip())[-len(name.rstrip("s")):]
+            if "".join(p[0] for p in parts).lower() == name.rstrip("s"):
+                phrases.append(" ".join(m.group(1).split()[-len(parts):]).lower())
+    # the numbers the reply gives are the values it settles, the offered ones or its own ("14 is too
+    # short ... 30 days"): a statement holds at least one of them
+    nums += [n for n in given if len(n) > 1]
+    return {"nums": sorted(set(nums)), "names": sorted(set(names)), "phrases": sorted(set(phrases))[:12]}
+
+
+def picks(reply: str) -> bool:
+    """Whether a user turn can be a pick at all: an answer, not a question, not put off."""
+    text = D._tidy(reply)
+    if not text or len(text.split()) > REPLY_WORDS or text.rstrip().endswith("?"):
+        return False
+    first = next(iter(D._sentences(text)), "")
+    if D.QUESTION_START_RE.match(first) and "?" in text:
+        return False
+    return not (D.UNDECIDED_RE.search(text) or D.POSTPONE_RE.search(text)
+                or re.match(r"^\s*(?:hmm+|maybe|perhaps|not\s+sure|let\s+me\s+think|i'?m\s+not\s+sure)\b", text, re.I))
+
+
+# what a statement of a rule is not: hedged ("could", "if you want"), the assistant telling what it did
+# ("I referred to ...", "let me"), or leaning on the turn before it ("It's harmless", "That test ...")
+# ("I referred to ...", "let me"), leaning on the turn before it ("It's harmless", "That test ..."), or
+# saying what was turned down ("No VCR cassettes", "We didn't serialise ...": the rejected layer's)
+NOT_A_RULE_RE = re.compile(r"\b(?:could|would|might|if\s+you\s+(?:want|like|prefer))\b|\bI\b|\bI'(?:ve|ll|m|d)\b|"
+                           r"\blet\s+me\b|^(?:it|it's|its|this|that|these|those|they|there|no|not|never|nothing|none)\b|"
+                           r"\b(?:didn'?t|don'?t|won'?t|wouldn'?t|isn'?t|aren'?t|wasn'?t|weren'?t)\b", re.I)
+
+
+def stated(sentence: str, pick: dict) -> int:
+    """How fully a sentence states the pick: 0 when it holds none of the numbers the user gave or nothing
+    of the pick; else how many of its terms it holds."""
+    low = sentence.lower()
+    nums = sum(bool(re.search(r"(?<![\w.])%s(?![\w])" % re.escape(n), low)) for n in pick["nums"])
+    if pick["nums"] and not nums:
+        return 0
+    return nums + sum(bool(re.search(r"(?<![\w])%s(?![\w])" % re.escape(n), low)) for n in pick["names"] + pick["phrases"])
+
+
+def is_statement(s: str) -> bool:
+    """A sentence that can state a rule: not a question, not what the assistant will do or did, not
+    hedged, not leaning on the sentence before it."""
+    n = len(s.split())
+    return (STATEMENT_WORDS[0] <= n <= STATEMENT_WORDS[1] and not s.endswith("?") and not s.endswith(":")
+            and not (D.WILL_DO_RE.match(s) or D.NARRATION_RE.match(s) or D.HYPOTHETICAL_RE.search(s)
+                     or NOT_A_RULE_RE.search(s)))
+
+
+def statement(prose: str, pick: dict):
+    """The sentence (or bullet) of an assistant turn that states the pick most fully, with its score, or
+    (None, 0)."""
+    best, top = None, 0
+    for s in D._sentences(D._prose(prose)):
+        m = D.BULLET_RE.match(s)
+        s = D._tidy(m.group(1) if m else s)
+        if not is_statement(s):
+            continue
+        score = stated(s, pick)
+        if score > top:
+            best, top = s, score
+    return best, top
+
+
+def initial() -> dict:
+    return {"offer": None, "pick": None}
+
+
+def assistant_turn(prose: str, st: dict):
+    """An assistant entry: remember the choice it offers; state a waiting pick.  Returns (statement or
+    None, state)."""
+    st = dict(st)
+    found = None
+    pick = st.get("pick")
+    if pick:
+        pick = dict(pick, waits=pick["waits"] + 1)
+        if pick.get("worked"):
+            said, score = statement(prose, pick)
+            if said and score >= pick.get("score", 0):
+                # a later turn that states it as fully replaces the earlier statement: the report of the
+                # work done says what now holds better than a remark made on the way
+                found, pick["score"] = said, score
+        st["pick"] = None if pick["waits"] > PICK_WAITS else pick
+    if offers_choice(D._prose(prose)):
+        st["offer"] = offer_lines(D._prose(prose))
+    return found, st
+
+
+def user_turn(reply: str, ref: str, st: dict) -> dict:
+    """A user entry: a pick when it answers the choice just offered with something specific from it."""
+    st = dict(st)
+    offer, st["offer"] = st.get("offer"), None
+    if offer and picks(reply):
+        taken = echo(D._tidy(reply), offer)
+        if taken:
+            st["pick"] = dict(taken, ref=ref, waits=0, worked=False)
+    return st
+
+
+def edited(st: dict) -> dict:
+    if st.get("pick") and not st["pick"].get("worked"):
+        st = dict(st, pick=dict(st["pick"], worked=True))
+    return st
+
+
+def scored(st: dict, score: int) -> dict:
+    return dict(st, pick=dict(st["pick"], score=score)) if st.get("pick") else st
+
+
+def caught(st: dict) -> dict:
+    """The phrasings of decisions.py kept a decision for this exchange: the pick is theirs."""
+    return dict(st, pick=None) if st.get("pick") else st
