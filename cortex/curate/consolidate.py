@@ -87,6 +87,21 @@ def record_terms(rtype: str, text: str, files=()) -> frozenset:
     return terms("%s %s %s" % (rtype, text, "" if rtype in FILES_ARE_CONTEXT else " ".join(files or ())))
 
 
+HEAD_TERMS = 2  # opening words (index terms) two rules must share to be about the same thing in words
+
+
+def opening_terms(text: str) -> list:
+    """The index terms a text opens with, in order, up to its first verb-like break (":" or "("): what a
+    rule stated in words is about ("Public invoice links", "Staff sessions")."""
+    from cortex.store.terms import tokenize
+    return tokenize(re.split(r"[:(;]", re.sub(r"[*`_]", "", text), 1)[0])[:4]
+
+
+def _session(rec: dict):
+    prov = rec.get("provenance") or [{}]
+    return prov[0].get("session")
+
+
 def dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -355,6 +370,8 @@ class Consolidator:
                 # a rule that says how its code behaves now ("The free cancellation window is now 3 minutes
                 # (`FREE_CANCEL_WINDOW = 3.minutes`)") is a change, whichever way it was settled
                 mine = [rid for rid in self.changed_targets(rec) if rid != rec["id"]]
+            if not mine:
+                mine = self._head_targets(rec)
         retired = sorted(set(self._switch_targets(rec) + mine))
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
@@ -563,6 +580,30 @@ class Consolidator:
         if best < self.mem["amend_min_similarity"]:
             return []
         return sorted(rid for rid, sc in scored.items() if sc == best)
+
+    def _head_targets(self, rec) -> list:
+        """Earlier rules of another session that open on the same subject in words and say something else of
+        it: "Public invoice links no longer have a fixed lifetime ..." retires "Public invoice links are
+        `/i/:id?t=...`; the token is valid for 30 days".  A rule stated without code names has no identifier
+        for `_subject_targets` to find it by; its opening words name what it is about.  It must set another
+        value (a number, always/never/only ...) or say that it changes one ("now", "no longer")."""
+        head = opening_terms(rec["text"])
+        if len(head) < HEAD_TERMS or reports_on_many(rec["text"]):
+            return []
+        session = _session(rec)
+        my_values, changes = values(rec["text"]), bool(STATES_NOW_RE.search(rec["text"]) or
+                                                       WEAK_AMEND_RE.search(rec["text"]))
+        found = []
+        for rid in self._subject_matches(rec["scope_id"], "decision", frozenset(head[:HEAD_TERMS]), rec["id"]):
+            other = self._earlier(rid, rec)
+            if other is None or rid == rec["id"] or _session(other) == session:
+                continue
+            if opening_terms(other["text"])[:HEAD_TERMS] != head[:HEAD_TERMS]:
+                continue
+            theirs = values(other["text"])
+            if changes or (my_values and theirs and theirs != my_values):
+                found.append(rid)
+        return sorted(found)
 
     def _closest(self, rec, ids, n) -> list:
         """The n of `ids` sharing the most index terms with `rec` (all of them when there are no more): the

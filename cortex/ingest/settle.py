@@ -81,8 +81,9 @@ def echo(reply: str, offer: list) -> dict:
     offered = _content(said)
     pairs = {(a, b) for a, b in zip(offered, offered[1:])}
     phrases = ["%s %s" % p for p in zip(content, content[1:]) if p in pairs]
-    if not (nums or names or phrases):
-        return {}
+    counter = [n for n in given if len(n) > 1] if set(content) & set(offered) else []
+    if not (nums or names or phrases or counter):
+        return {}  # (a value of its own counts when the reply speaks of what was offered: "30 days" to "14 days")
     for name in [n for n in names if re.fullmatch(r"[a-z]{2,6}s?", n)]:
         # an acronym the offer spells out ("server-sent events (SSE)"): the statement may use either
         for m in re.finditer(r"((?:[A-Za-z][\w]*[\s-]+){1,6})\(\s*%s\s*\)" % re.escape(name), said, re.I):
@@ -123,7 +124,10 @@ def stated(sentence: str, pick: dict) -> int:
     nums = sum(bool(re.search(r"(?<![\w.])%s(?![\w])" % re.escape(n), low)) for n in pick["nums"])
     if pick["nums"] and not nums:
         return 0
-    return nums + sum(bool(re.search(r"(?<![\w])%s(?![\w])" % re.escape(n), low)) for n in pick["names"] + pick["phrases"])
+    words = _content(sentence)
+    pairs = {"%s %s" % p for p in zip(words, words[1:])}  # two content words side by side, as echo() built them
+    return (nums + sum(bool(re.search(r"(?<![\w])%s(?![\w])" % re.escape(n), low)) for n in pick["names"])
+            + sum(p in pairs for p in pick["phrases"]))
 
 
 def is_statement(s: str) -> bool:

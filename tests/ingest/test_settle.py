@@ -186,3 +186,38 @@ def test_a_fix_with_no_choice_offered_keeps_nothing(env):
     c.say("The `/api/v1/orders` route now returns 404; v2 is unchanged.")
     c.stop(home, run=True)
     assert decisions(home) == []
+
+
+# -- a rule stated in words is retired by a later one on the same subject ---------------------------------
+
+def _settled(env, sid, days, offer, reply, statement):
+    c = chat(env, sid, days)
+    c.user("next thing on the list")
+    c.say(offer)
+    c.user(reply)
+    edit(c, env)
+    c.say(statement)
+    c.stop(env[0], run=True)
+
+
+def status(home):
+    return sorted((r["status"], r["text"]) for r in decisions(home))
+
+
+def test_a_later_rule_opening_on_the_same_subject_and_setting_another_value_retires_the_earlier(env):
+    home = env[0]
+    _settled(env, "hd1", 0, "Either 14 days, the default, or match the payment terms.", "30 days, net 30 terms",
+             "Public invoice links carry a signed token valid for 30 days.")
+    _settled(env, "hd2", 12, "Two options: no expiry while unpaid, or 90 days.", "no expiry while unpaid",
+             "Public invoice links no longer expire while unpaid; they expire 14 days after payment.")
+    [(s1, t1), (s2, t2)] = status(home)
+    assert (s1, s2) == ("active", "superseded") and "no longer expire" in t1 and "30 days" in t2
+
+
+def test_a_later_rule_on_the_same_subject_that_changes_nothing_leaves_the_earlier(env):
+    home = env[0]
+    _settled(env, "hd3", 0, "Either 14 days, the default, or match the payment terms.", "30 days, net 30 terms",
+             "Public invoice links carry a signed token valid for 30 days.")
+    _settled(env, "hd4", 12, "Two options: the logo at the top, or a plain header.", "logo at the top",
+             "Public invoice links show the account's logo at the top of the page.")
+    assert [s for s, _ in status(home)] == ["active", "active"]
