@@ -1,6 +1,6 @@
 """Developer chats written apart: does extraction generalise to chats nobody wrote for it?
 
-    python -m cortex.bench.apart [--corpus NAME ...] [--keep DIR]
+    python -m cortex.bench.apart [--corpus NAME ...] [--keep DIR] [--baseline REF]
 
 The corpora (tests/corpora/written_apart/<name>/chats.json and labels.json, README.md there) were written by
 writers who did not read Cortex's extraction code, each about a fictional code base: decisions settled the
@@ -19,7 +19,9 @@ and at the end, then:
   d. decision records from undecided (brainstorming) chats, and from unrelated chats;
   e. the session-start block: how many rules in force have all their rule_words in it.
 
-Prints a table a corpus and writes <dir>/results.json with per-question details.  Cortex is driven only
+Prints a table a corpus and writes <dir>/results.json with per-question details.  With `--baseline REF`
+each corpus is run a second time, first, by the code of git ref REF (a worktree, as `cortex.bench.quality`
+does): the table then has REF's column beside this tree's and rank-bm25's, all from the same run.  Cortex is driven only
 through its installed commands (as `python -m cortex.bench.devchats` is); rank-bm25 is the bench extra.
 """
 import argparse
@@ -172,21 +174,51 @@ def corpora() -> list:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", action="append", metavar="NAME",
-                    help="a corpus under tests/corpora/written_apart (default: every one): %s" % ", ".join(corpora()))
+                    help="a corpus under tests/corpora/written_apart, or the folder of one (chats.json, labels.json) "
+                         "(default: every one): %s" % ", ".join(corpora()))
     ap.add_argument("--keep", metavar="DIR", help="work in DIR/<corpus> and keep it (else a temporary folder)")
+    ap.add_argument("--baseline", metavar="REF", help="also run the code of git ref REF (e.g. the previous release) "
+                                                      "on each corpus and print it beside this tree")
     args = ap.parse_args(argv)
     import tempfile
     base = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="written-apart-")
+    tree = scratch = None
     try:
+        if args.baseline:
+            from cortex.bench.quality import baseline_root
+            scratch = tempfile.mkdtemp(prefix="written-apart-ref-")
+            tree = baseline_root(args.baseline, scratch)
         for name in args.corpus or corpora():
             print("== %s" % name)
-            run_corpus(os.path.join(CORPORA, name), os.path.join(base, name))
+            # a name under tests/corpora/written_apart, or the folder of a corpus of one's own
+            folder = name if os.path.isdir(name) else os.path.join(CORPORA, name)
+            name = os.path.basename(os.path.normpath(folder))
+            before = run_corpus(folder, os.path.join(base, "baseline", name), tree, quiet=True) if tree else None
+            rows = run_corpus(folder, os.path.join(base, name))
+            if before:
+                print(side_by_side(args.baseline, before, rows))
     finally:
+        if tree:
+            from cortex.bench.quality import REPO
+            subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", tree], capture_output=True)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def run_corpus(corpus: str, out: str):
+def side_by_side(ref: str, before: list, after: list) -> str:
+    """The measures of REF's run and this tree's, with rank-bm25's (the same in both: the raw chats)."""
+    width = max(len(ref), 16)
+    lines = ["%-62s %-*s %-16s %s" % ("measure", width, ref, "this tree", "rank-bm25 (raw chats)"), "-" * 110]
+    for (name, value0, _), (_, value, base) in zip(before, after):
+        lines.append("%-62s %-*s %-16s %s" % (name, width, value0, value, base or ""))
+    return "\n".join(lines) + "\n"
+
+
+def run_corpus(corpus: str, out: str, code: str = None, quiet: bool = False) -> list:
+    """Run one corpus in `out`; `code`: a source tree whose `cortex` the commands import instead of this
+    one's.  Returns the table's rows: (measure, cortex's figure, rank-bm25's or a note)."""
     chats = json.load(open(os.path.join(corpus, "chats.json"), encoding="utf-8"))
     labels = json.load(open(os.path.join(corpus, "labels.json"), encoding="utf-8"))
     decisions = labels["decisions"]
@@ -200,6 +232,12 @@ def run_corpus(corpus: str, out: str):
     os.makedirs(home, mode=0o700)
     nfiles = make_project(proj, chats)
     env = dict(os.environ, CORTEX_HOME=home, NO_COLOR="1")
+    if code:
+        env["PYTHONPATH"] = os.pathsep.join([code] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        where = run([sys.executable, "-c", "import cortex; print(cortex.__file__)"], env, code).stdout.strip()
+        if not os.path.abspath(where).startswith(os.path.abspath(code) + os.sep):
+            raise SystemExit("the commands import cortex from %s, not from the baseline tree %s: install Cortex "
+                             "in editable mode (pip install -e .) so that PYTHONPATH can take precedence" % (where, code))
 
     # -- write chats in time order, Stop hook after each, normalize in the middle and at the end
     order = sorted(chats, key=lambda c: -c["day"])
@@ -367,9 +405,10 @@ def run_corpus(corpus: str, out: str):
     nat = [q for q in q_rows if not q["bug_style"]]
     bug = [q for q in q_rows if q["bug_style"]]
     amended_q = [q for q in q_rows if len(q["chain_chats"]) > 1]
-    lines = []
+    lines, rows = [], []
 
     def row(name, value, base=None):
+        rows.append((name, value, base))
         lines.append("%-62s %-16s %s" % (name, value, base or ""))
 
     lines.append("%-62s %-16s %s" % ("measure", "cortex", "rank-bm25 (raw chats)"))
@@ -404,13 +443,17 @@ def run_corpus(corpus: str, out: str):
     row("d. undecided questions: top hit is a decision record", pct(sum(u["top_is_decision_record"] for u in und_q), len(und_q)))
     row("e. session start: rules in force with all rule_words in block", pct(sum(r["in_block"] for r in ss_rows), len(ss_rows)),
         "block %d chars" % len(block))
+    failed = sum(int(m.group(1)) for n in norm_runs for m in [re.search(r"(\d+) failed", n["stdout"])] if m)
+    row("f. sessions the normalizer failed (want 0; see its log)", str(failed),
+        "normalize rc: %s" % ", ".join(str(n["rc"]) for n in norm_runs))
     lines.append("-" * 100)
     lines.append("records: %d (%s); normalize runs: %s; project files: %d" % (
         len(records), ", ".join("%s %d" % (t, sum(1 for r in records if r["type"] == t))
                                 for t in sorted({r["type"] for r in records})),
         ", ".join("after %s rc=%d %.1fs" % (n["after"], n["rc"], n["seconds"]) for n in norm_runs), nfiles))
     table = "\n".join(lines)
-    print(table)
+    if not quiet:
+        print(table)
 
     results = {"table": table, "normalize": norm_runs, "decisions": dec_rows, "questions": q_rows,
                "undecided": und_rows, "undecided_questions": und_q, "unrelated": unrel_rows,
@@ -418,7 +461,9 @@ def run_corpus(corpus: str, out: str):
                "sessions": {c: sid_of[c] for c in sid_of}}
     with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as f:
         json.dump(results, f, indent=1, ensure_ascii=False)
-    print("details: %s\n" % os.path.join(out, "results.json"))
+    if not quiet:
+        print("details: %s\n" % os.path.join(out, "results.json"))
+    return rows
 
 
 if __name__ == "__main__":

@@ -604,26 +604,17 @@ def _settle(entry: B.Entry, text: str, found: list, dstate: dict, ctx: Context):
     choice, so it is kept even when it replaces no rule."""
     from cortex.ingest import settle as S
     ss = dstate.get("settle") or S.initial()
-    waiting = ss.get("pick")
     if entry.kind == B.USER:
         ss = S.user_turn(text, entry.ref, ss)
         if any(f[0] == "decision" for f in found):
             ss = S.caught(ss)
-    else:
-        said, ss = S.assistant_turn(text, ss)
-        if waiting and any(f[0] == "decision" and f[3] != "changed" for f in found):
-            ss = S.caught(ss)
-        elif waiting:
-            # a change decisions.py read while the pick waited answers the choice: it is the pick's
-            # statement when it states it (kept then, replacing nothing or not), else it stays a change
-            changes = [f for f in found if f[3] == "changed" and S.stated(f[1], waiting)]
-            best = max([(S.stated(f[1], waiting), 1, f[1]) for f in changes] + ([(S.stated(said, waiting), 0, said)]
-                                                                                 if said else []), default=None)
-            if best and best[0] >= waiting.get("score", 0):
-                # (on a tie the change's text: it keeps the user's words for it)
-                found = [f for f in found if f not in changes] + [
-                    ("decision", best[2], SETTLED, "settled", "settle:%s:%s" % (ctx.session, waiting["ref"]))]
-                ss = S.scored(ss, best[0])
+        return found, dict(dstate, settle=ss)
+    said, ss = S.assistant_turn(text, ss, [f[1] for f in found if f[3] == "changed"])
+    if any(f[0] == "decision" and f[3] != "changed" for f in found):
+        ss = S.caught(ss)  # decisions.py kept this exchange's decision in its own words
+    elif said:
+        found = [f for f in found if f[3] != "changed" or f[1] not in said["used"]] + [
+            ("decision", said["text"], SETTLED, "settled", "settle:%s:%s" % (ctx.session, said["ref"]))]
     return found, dict(dstate, settle=ss)
 
 
@@ -801,7 +792,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             if e.action in (B.EDIT, B.WRITE, B.READ) and not e.sidechain:
                 for f in e.files:
                     touched = touch(touched, _rel(f, ctx.cwd), turn)
-            if e.action in (B.EDIT, B.WRITE) and not e.sidechain and (dstate.get("settle") or {}).get("pick"):
+            if e.action in (B.EDIT, B.WRITE) and not e.sidechain and dstate.get("settle"):
                 from cortex.ingest import settle as S
                 dstate = dict(dstate, settle=S.edited(dstate["settle"]))
             if e.action == B.EDIT and not e.sidechain:

@@ -16,6 +16,7 @@ short, redacted lines: the offer being answered and the pick waiting for its sta
 import re
 
 from cortex.ingest import decisions as D
+from cortex.store.terms import STOPWORDS
 
 OFFER_LINES = 12          # sentences/bullets of an offer the state keeps
 LINE_CHARS = 200          # of each
@@ -27,11 +28,11 @@ CHOICE_RE = re.compile(r"\b(?:options?|alternatives?|alternatively|either|instea
                        r"trade-?offs?)\b", re.I)
 BULLET_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*+]|\d+[.)])\s+\*\*[^*\n]{2,90}\*\*")
 ASKS_OR_RE = re.compile(r"\bor\b[^?]*\?\s*$", re.I)
-STOP = frozenset("""a an the and or but of to in on for with at by from as is are was were be been it its this that
-these those we you i our your us me my they them their there here so if then than just also only not no yes ok okay
-sure fine do does did done can could would should will shall may might must have has had get got go going make
-keep use let lets let's want need one two all any some more less much very really still now new old same other
-what which who when where why how about into over under up down out off too""".split())
+# not what a reply takes up: the index's stopwords and a chat reply's filler ("ok go", "fine, keep it"), but
+# for the words that make a rule's phrase ("per line", "each pod", "after payment")
+STOP = (STOPWORDS | frozenset("done fine get go going got keep less let's make much need new ok okay old one really "
+                              "still sure two use want yes".split())) - frozenset(
+    "per each every after before between above below against both without".split())
 NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.:,]\d+)?(?![\w])")
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
@@ -105,11 +106,10 @@ def picks(reply: str) -> bool:
     if D.QUESTION_START_RE.match(first) and "?" in text:
         return False
     return not (D.UNDECIDED_RE.search(text) or D.POSTPONE_RE.search(text)
-                or re.match(r"^\s*(?:hmm+|maybe|perhaps|not\s+sure|let\s+me\s+think|i'?m\s+not\s+sure)\b", text, re.I))
+                or re.match(r"^\s*(?:hmm+|maybe|perhaps)\b", text, re.I))  # ("not sure", "let me think": UNDECIDED_RE)
 
 
 # what a statement of a rule is not: hedged ("could", "if you want"), the assistant telling what it did
-# ("I referred to ...", "let me"), or leaning on the turn before it ("It's harmless", "That test ...")
 # ("I referred to ...", "let me"), leaning on the turn before it ("It's harmless", "That test ..."), or
 # saying what was turned down ("No VCR cassettes", "We didn't serialise ...": the rejected layer's)
 NOT_A_RULE_RE = re.compile(r"\b(?:could|would|might|if\s+you\s+(?:want|like|prefer))\b|\bI\b|\bI'(?:ve|ll|m|d)\b|"
@@ -139,18 +139,22 @@ def is_statement(s: str) -> bool:
                      or NOT_A_RULE_RE.search(s)))
 
 
-def statement(prose: str, pick: dict):
-    """The sentence (or bullet) of an assistant turn that states the pick most fully, with its score, or
-    (None, 0)."""
+def statement(prose: str, pick: dict, also=()):
+    """The sentence (or bullet) of an assistant turn that states the pick most fully, or one of `also` (what
+    decisions.py read in the same turn as a change, in the user's words for it: preferred on a tie), with
+    its score: (None, 0) when none states it."""
     best, top = None, 0
-    for s in D._sentences(D._prose(prose)):
-        m = D.BULLET_RE.match(s)
-        s = D._tidy(m.group(1) if m else s)
-        if not is_statement(s):
-            continue
+    for s in also:
         score = stated(s, pick)
         if score > top:
             best, top = s, score
+    for s in D._sentences(D._prose(prose)):
+        m = D.BULLET_RE.match(s)
+        s = D._tidy(m.group(1) if m else s)
+        if is_statement(s):
+            score = stated(s, pick)
+            if score > top:
+                best, top = s, score
     return best, top
 
 
@@ -158,20 +162,22 @@ def initial() -> dict:
     return {"offer": None, "pick": None}
 
 
-def assistant_turn(prose: str, st: dict):
-    """An assistant entry: remember the choice it offers; state a waiting pick.  Returns (statement or
-    None, state)."""
+def assistant_turn(prose: str, st: dict, also=()):
+    """An assistant entry: remember the choice it offers; state a waiting pick.  Returns
+    (statement, state): statement = {"text", "ref" (the pick's, for its key), "used" (those of `also` it
+    states, which it replaces)} or None."""
     st = dict(st)
     found = None
     pick = st.get("pick")
     if pick:
         pick = dict(pick, waits=pick["waits"] + 1)
-        if pick.get("worked"):
-            said, score = statement(prose, pick)
-            if said and score >= pick.get("score", 0):
-                # a later turn that states it as fully replaces the earlier statement: the report of the
-                # work done says what now holds better than a remark made on the way
-                found, pick["score"] = said, score
+        # a change decisions.py read as confirmed says the work was done; the turn's own sentences need an edit
+        said, score = statement(prose if pick.get("worked") else "", pick, also)
+        if said and score >= pick.get("score", 0):
+            # a later turn that states it as fully replaces the earlier statement: the report of the work
+            # done says what now holds better than a remark made on the way
+            pick["score"] = score
+            found = {"text": said, "ref": pick["ref"], "used": [a for a in also if stated(a, pick)]}
         st["pick"] = None if pick["waits"] > PICK_WAITS else pick
     if offers_choice(D._prose(prose)):
         st["offer"] = offer_lines(D._prose(prose))
@@ -193,10 +199,6 @@ def edited(st: dict) -> dict:
     if st.get("pick") and not st["pick"].get("worked"):
         st = dict(st, pick=dict(st["pick"], worked=True))
     return st
-
-
-def scored(st: dict, score: int) -> dict:
-    return dict(st, pick=dict(st["pick"], score=score)) if st.get("pick") else st
 
 
 def caught(st: dict) -> dict:

@@ -52,7 +52,7 @@ def test_the_echo_is_what_the_reply_takes_from_the_offer_numbers_names_and_two_w
     offer = ["45 minutes covers the slow waves with margin.",
              "One alternative is a per line formula: 30 minutes plus 15 seconds a line."]
     taken = S.echo("flat 45, keep it simple. no per line formula", offer)
-    assert taken["nums"] == ["45"] and "per line" in taken["phrases"]
+    assert taken["nums"] == ["45"] and "line formula" in taken["phrases"]
     assert S.echo("sounds good to me", offer) == {}
 
 
@@ -209,9 +209,9 @@ def test_a_later_rule_opening_on_the_same_subject_and_setting_another_value_reti
     _settled(env, "hd1", 0, "Either 14 days, the default, or match the payment terms.", "30 days, net 30 terms",
              "Public invoice links carry a signed token valid for 30 days.")
     _settled(env, "hd2", 12, "Two options: no expiry while unpaid, or 90 days.", "no expiry while unpaid",
-             "Public invoice links no longer expire while unpaid; they expire 14 days after payment.")
+             "Public invoice links now have no expiry while unpaid; they expire 14 days after payment.")
     [(s1, t1), (s2, t2)] = status(home)
-    assert (s1, s2) == ("active", "superseded") and "no longer expire" in t1 and "30 days" in t2
+    assert (s1, s2) == ("active", "superseded") and "no expiry" in t1 and "30 days" in t2
 
 
 def test_a_later_rule_on_the_same_subject_that_changes_nothing_leaves_the_earlier(env):
