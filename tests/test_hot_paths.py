@@ -21,7 +21,8 @@ CAPTURE = {"cortex.capture.hook", "cortex.core.fsutil", "cortex.core.home", "cor
 SESSION_START = {"cortex.brief.session_start", "cortex.brief.render", "cortex.brief.neutral", "cortex.clients.spec", "cortex.core.config", "cortex.core.home",
                  "cortex.core.guard",
                  "cortex.model.decay", "cortex.model.freshness", "cortex.model.rank", "cortex.model.scope",
-                 "cortex.store.index"}
+                 "cortex.store.index",
+                 "cortex.model.clip"}  # (one function, no import: the line cut the block and the normalizer share)
 # (the prompt below finds nothing worth saying, so the output envelope, clients.spec, is not loaded)
 # (store.search: the engine of records and passages, which loads tantivy, a Rust extension: ~4 ms.  The
 # block itself is built (model.freshness, model.decay) only when a record it may show reaches the lines: not here)

@@ -204,11 +204,8 @@ def _passage_turns(row: dict, cache: dict = None) -> list:
 
 
 def _clip(text: str, n: int) -> str:
-    flat = " ".join(text.split())
-    if len(flat) <= n:
-        return flat
-    cut = flat.rfind(" ", 0, n)
-    return flat[:cut if cut > n // 2 else n].rstrip(",;: ") + "…"
+    from cortex.model.clip import shorten
+    return shorten(" ".join(text.split()), n + 1)
 
 
 def passage_line(row: dict) -> str:

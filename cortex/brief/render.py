@@ -9,6 +9,7 @@ import re
 import time
 
 from cortex.brief import neutral
+from cortex.model.clip import shorten
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -66,9 +67,8 @@ def line_for(rec: dict, now: float) -> str:
         body = "Last session: " + neutral.fold(rec["text"])
     else:
         body = neutral.fold(rec["text"])
-    if rec.get("_short") and len(body) > SHORT_CHARS:
-        cut = body.rfind(" ", 0, SHORT_CHARS)
-        body = body[: cut if cut > SHORT_CHARS // 2 else SHORT_CHARS].rstrip(",;: ") + "…"
+    if rec.get("_short"):
+        body = shorten(body, SHORT_CHARS + 1)
     if rec.get("files_note"):
         body += " (%s)" % rec["files_note"]
     if rec.get("_folded"):

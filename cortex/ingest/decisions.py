@@ -258,12 +258,16 @@ def _moving_off(text: str, st: dict) -> str:
     off = st.get("moving_off")
     if not off:
         return text
+    return _switched(text, off["old"], off.get("new"))
+
+
+def _switched(text: str, old: str, new=None) -> str:
+    """text saying the choice it moves away from, in the form consolidate._switch reads as a switch, unless it
+    says what it replaces already (consolidate.switch_parts: a "from" of a number, "from 3.8 s", is none)."""
     from cortex.curate.consolidate import switch_parts
     if switch_parts(text)[0]:
-        return text  # it says what it replaces
-    if off.get("new"):
-        return "%s (switched from %s to %s)." % (text.rstrip(". "), off["old"], off["new"])
-    return "%s (switched from %s)." % (text.rstrip(". "), off["old"])
+        return text
+    return "%s (switched from %s%s)." % (text.rstrip(". "), old, " to %s" % new if new else "")
 
 
 REQUEST_CHARS = 200  # of a request the state keeps (as extract keeps the last prompt)
@@ -272,11 +276,9 @@ REQUEST_CHARS = 200  # of a request the state keeps (as extract keeps the last p
 def _bounded(s: str) -> str:
     """At most REQUEST_CHARS characters, cut at a space: the state outlives the run, and a token glued to a
     URL that the redactor could not tell apart ("…&cghp_…") must not be kept whole with it."""
-    if len(s) <= REQUEST_CHARS:
-        return s
     from cortex.model import redact
-    cut = s.rfind(" ", 0, REQUEST_CHARS - 1)
-    return (s[:cut] if cut > REQUEST_CHARS // 2 else redact.cut(s, REQUEST_CHARS - 1)).rstrip(",;: ") + "…"
+    from cortex.model.clip import shorten
+    return shorten(s, REQUEST_CHARS, redact.cut)
 
 
 def change_request(text: str):
@@ -342,15 +344,12 @@ def _as_change(done: str, change: dict) -> str:
     """The decision a confirmed change makes: the assistant's statement, with what the user asked in the
     user's words when the statement is only the code (`FREE_CANCEL_WINDOW = 5.minutes`: "free cancel window
     → 5 minutes"), the value it replaces when the user said one, and the choice it moves away from ("switched
-    from OneSignal to FCM") when the user named it and the statement does not say so."""
+    from OneSignal to FCM", "switched from Koin") when the user named it and the statement does not say so."""
     asked = change.get("asked") or change.get("text")
     if CODE_SETS_RE.search(done) and len(CODE_SETS_RE.sub("X", done).split()) < 6 and asked and asked.rstrip(".") not in done:
         done = "%s: %s" % (done.rstrip(". "), asked)
     done = _with_old_value(done, change.get("text"))
-    old, new = change.get("old"), change.get("new")
-    if old and not re.search(r"\b(?:instead\s+of|rather\s+than|from)\b", done, re.I):
-        done = "%s (%s)." % (done.rstrip(". "), "switched from %s to %s" % (old, new) if new else "instead of %s" % old)
-    return done
+    return _switched(done, change["old"], change.get("new")) if change.get("old") else done
 
 
 # a name set to a value in code: `FREE_CANCEL_WINDOW = 5.minutes`

@@ -134,10 +134,8 @@ def clean_sentence(s: str, limit: int) -> str:
     s = redact.redact(s)[0]  # <private> spans stay for the writer (a cut one runs to the end)
     s = unmark(s).strip()  # Markdown's marks, never a code name's characters
     s = re.sub(r"\s+", " ", s)
-    if len(s) > limit:
-        cut = s.rfind(" ", 0, limit - 1)
-        s = (s[:cut] if cut > limit // 2 else redact.cut(s, limit - 1)).rstrip(",;: ") + "…"
-    return s
+    from cortex.model.clip import shorten
+    return shorten(s, limit, redact.cut)
 
 
 def sentences(text: str):

@@ -548,3 +548,13 @@ def test_an_edit_that_shares_only_a_number_and_its_unit_with_a_rule_leaves_it(en
     c.say("Done.")
     c.stop(home, run=True)
     assert status_of(home, old) == "active"
+
+
+def test_a_change_away_from_a_named_choice_says_so_in_one_form_unless_it_says_it_already():
+    from cortex.ingest import decisions as D
+    moved = {"old": "Koin", "new": None, "text": "Koin was a mistake. Let's go back to constructor injection."}
+    # a "from" of a number is not a switch: the change still says what it moved away from
+    assert D._as_change("Startup is 2.0 s now, from 3.8 s.", moved).endswith("(switched from Koin).")
+    said = {"old": "OneSignal", "new": "FCM", "text": "We're dropping OneSignal and using FCM."}
+    done = "Pushes go through FCM now, switched from OneSignal."
+    assert D._as_change(done, said) == done

@@ -1,0 +1,14 @@
+"""One line shortened for a person to read: the block's lines, the prompt's passages, the texts the
+normalizer keeps.  Light on purpose (the hot paths import it)."""
+
+
+def shorten(text: str, limit: int, cut=None) -> str:
+    """`text` in at most `limit` characters, a closing "…" included: cut at its last space past half the
+    limit, else at the limit itself, by `cut(text, n)` when given (`redact.cut`, which never keeps part of a
+    secret) or plainly."""
+    if len(text) <= limit:
+        return text
+    n = limit - 1
+    at = text.rfind(" ", 0, n)
+    head = text[:at] if at > limit // 2 else cut(text, n) if cut else text[:n]
+    return head.rstrip(",;: ") + "…"
