@@ -15,6 +15,7 @@ short, redacted lines: the offer being answered and the pick waiting for its sta
 """
 import re
 
+from cortex.curate.consolidate import NUMBER_RE  # a value as the supersession reads one ("15:30", "60.days")
 from cortex.ingest import decisions as D
 from cortex.store.terms import STOPWORDS
 
@@ -24,16 +25,15 @@ PICK_WAITS = 12           # assistant entries a pick waits for the statement of 
 REPLY_WORDS = 80          # a longer reply is a new brief, not an answer
 STATEMENT_WORDS = (5, 70)
 
-CHOICE_RE = re.compile(r"\b(?:options?|alternatives?|alternatively|either|instead|approaches|choices|vs\.?|versus|"
-                       r"trade-?offs?)\b", re.I)
-BULLET_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*+]|\d+[.)])\s+\*\*[^*\n]{2,90}\*\*")
+# beside decisions.OPTIONS_WORD_RE, words that put a choice too; decisions.py does not read its bold-lead
+# options after them (widened there, it lost the rule of one studied chat and made a false one in another)
+MORE_CHOICE_RE = re.compile(r"\b(?:alternatively|instead|vs\.?|versus|trade-?offs?)\b", re.I)
 ASKS_OR_RE = re.compile(r"\bor\b[^?]*\?\s*$", re.I)
 # not what a reply takes up: the index's stopwords and a chat reply's filler ("ok go", "fine, keep it"), but
 # for the words that make a rule's phrase ("per line", "each pod", "after payment")
 STOP = (STOPWORDS | frozenset("done fine get go going got keep less let's make much need new ok okay old one really "
                               "still sure two use want yes".split())) - frozenset(
     "per each every after before between above below against both without".split())
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:[.:,]\d+)?(?![\w])")
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -54,7 +54,8 @@ def _content(text: str) -> list:
 def offers_choice(prose: str) -> bool:
     """Whether an assistant turn puts a choice to the user: options, an alternative, "either", a question
     ending "... or ...?", or two or more bullets with a bold lead."""
-    return bool(CHOICE_RE.search(prose) or len(BULLET_LEAD_RE.findall(prose)) >= 2
+    return bool(D.OPTIONS_WORD_RE.search(prose) or MORE_CHOICE_RE.search(prose)
+                or len(D.BOLD_LEAD_RE.findall(prose)) >= 2
                 or any(ASKS_OR_RE.search(s) for s in D._sentences(prose)))
 
 
@@ -69,7 +70,7 @@ def echo(reply: str, offer: list) -> dict:
     said = " \n ".join(offer)
     low = said.lower()
     given = NUMBER_RE.findall(reply)
-    nums = [n for n in given if re.search(r"(?<![\w.])%s(?![\w])" % re.escape(n), said)]
+    nums = [n for n in given if n in NUMBER_RE.findall(said)]
     codes = {c.lower() for c in CODE_RE.findall(said)}
     names = []
     for w in _words(reply):
@@ -121,7 +122,8 @@ def stated(sentence: str, pick: dict) -> int:
     """How fully a sentence states the pick: 0 when it holds none of the numbers the user gave or nothing
     of the pick; else how many of its terms it holds."""
     low = sentence.lower()
-    nums = sum(bool(re.search(r"(?<![\w.])%s(?![\w])" % re.escape(n), low)) for n in pick["nums"])
+    values = NUMBER_RE.findall(sentence)
+    nums = sum(n in values for n in pick["nums"])
     if pick["nums"] and not nums:
         return 0
     words = _content(sentence)
