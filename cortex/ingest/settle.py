@@ -56,7 +56,7 @@ def offers_choice(prose: str) -> bool:
     ending "... or ...?", or two or more bullets with a bold lead."""
     return bool(D.OPTIONS_WORD_RE.search(prose) or MORE_CHOICE_RE.search(prose)
                 or len(D.BOLD_LEAD_RE.findall(prose)) >= 2
-                or any(ASKS_OR_RE.search(s) for s in D._sentences(prose)))
+                or "?" in prose and any(ASKS_OR_RE.search(s) for s in D._sentences(prose)))
 
 
 def offer_lines(prose: str) -> list:
@@ -150,7 +150,7 @@ def statement(prose: str, pick: dict, also=()):
         score = stated(s, pick)
         if score > top:
             best, top = s, score
-    for s in D._sentences(D._prose(prose)):
+    for s in D._sentences(D._prose(prose)):  # (code blocks state nothing)
         m = D.BULLET_RE.match(s)
         s = D._tidy(m.group(1) if m else s)
         if is_statement(s):
@@ -168,7 +168,7 @@ def assistant_turn(prose: str, st: dict, also=()):
     """An assistant entry: remember the choice it offers; state a waiting pick.  Returns
     (statement, state): statement = {"text", "ref" (the pick's, for its key), "used" (those of `also` it
     states, which it replaces)} or None."""
-    st = dict(st)
+    st, prose = dict(st), D._prose(prose)
     found = None
     pick = st.get("pick")
     if pick:
@@ -181,8 +181,8 @@ def assistant_turn(prose: str, st: dict, also=()):
             pick["score"] = score
             found = {"text": said, "ref": pick["ref"], "used": [a for a in also if stated(a, pick)]}
         st["pick"] = None if pick["waits"] > PICK_WAITS else pick
-    if offers_choice(D._prose(prose)):
-        st["offer"] = offer_lines(D._prose(prose))
+    if offers_choice(prose):
+        st["offer"] = offer_lines(prose)
     return found, st
 
 
