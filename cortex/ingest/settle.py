@@ -60,7 +60,11 @@ def offers_choice(prose: str) -> bool:
 
 
 def offer_lines(prose: str) -> list:
-    lines = [D._tidy(s)[:LINE_CHARS] for s in D._sentences(prose)]
+    """The offer's sentences as the state keeps them: cut as the decisions state cuts a request, never
+    inside a word (the text was redacted, but a token glued to a URL is not always recognised)."""
+    from cortex.model import redact
+    from cortex.model.clip import shorten
+    lines = [shorten(D._tidy(s), LINE_CHARS, redact.cut) for s in D._sentences(prose)]
     return [s for s in lines if len(s.split()) >= 2][:OFFER_LINES]
 
 

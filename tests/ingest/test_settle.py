@@ -91,6 +91,15 @@ def test_a_statement_must_hold_a_number_the_user_gave():
     assert S.stated("The token carries the invoice id and a signature.", pick) == 0
 
 
+def test_an_offer_line_kept_in_the_state_is_never_cut_inside_a_word():
+    # the cursor state outlives the run: a token glued to a URL (which the redactor cannot tell apart) must
+    # not be kept in part where the line is cut
+    token = "ghp_" + "a1B2c3D4e5" * 4
+    prose = "Either we keep polling, " + "or we call the partner callback " * 5 + "https://x.example/cb?a=1&c" + token
+    [line] = S.offer_lines(prose)
+    assert len(line) <= S.LINE_CHARS and "ghp_" not in line and line.endswith("…")
+
+
 # -- scenarios ---------------------------------------------------------------------------------------
 
 def test_an_option_picked_by_its_short_name_is_kept_as_the_done_report_states_it(env):
