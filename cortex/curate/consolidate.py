@@ -13,7 +13,7 @@ import re
 import time
 
 from cortex.model.decay import effective_confidence, elapsed_days, settings
-from cortex.store.index import connect, iso_to_epoch
+from cortex.store.index import connect, iso_to_epoch, record_sessions
 
 PROBE_IDS = 256        # records of this run looked at, at most, per candidate (past the rarest term's)
 PROBE_POSTINGS = 4096  # index postings read, at most, per candidate record (past the rarest term's)
@@ -95,11 +95,6 @@ def opening_terms(text: str) -> list:
     rule stated in words is about ("Public invoice links", "Staff sessions")."""
     from cortex.store.terms import tokenize
     return tokenize(re.split(r"[:(;]", re.sub(r"[*`_]", "", text), 1)[0])[:4]
-
-
-def _session(rec: dict):
-    prov = rec.get("provenance") or [{}]
-    return prov[0].get("session")
 
 
 def dice(a: frozenset, b: frozenset) -> float:
@@ -590,13 +585,13 @@ class Consolidator:
         head = opening_terms(rec["text"])
         if len(head) < HEAD_TERMS or reports_on_many(rec["text"]):
             return []
-        session = _session(rec)
+        sessions = set(record_sessions(rec))
         my_values, changes = values(rec["text"]), bool(STATES_NOW_RE.search(rec["text"]) or
                                                        WEAK_AMEND_RE.search(rec["text"]))
         found = []
         for rid in self._subject_matches(rec["scope_id"], "decision", frozenset(head[:HEAD_TERMS]), rec["id"]):
             other = self._earlier(rid, rec)
-            if other is None or rid == rec["id"] or _session(other) == session:
+            if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
                 continue
             if opening_terms(other["text"])[:HEAD_TERMS] != head[:HEAD_TERMS]:
                 continue
