@@ -198,6 +198,8 @@ def cmd_recall(args):
         if h.get("superseded_by"):
             status = " (superseded by %s%s)" % (", ".join(h["superseded_by"]),  # then the current end of a chain
                                                  "; now %s" % ", ".join(h["current"]) if h.get("current") else "")
+        if h.get("via"):
+            status += " (via %s, the rule it replaced)" % h["via"]
         rows.append([(h["id"], "cyan"), "record", h["type"] + status, h["age"] or "-", "%.2f" % h["effective_confidence"],
                      _scope_label(h, res["project"], res["domain"]) + (" *" if h["pinned"] else ""), h["snippet"]])
     table(["ID", "KIND", "TYPE", "AGE", "CONF", "SCOPE", "TEXT"], rows, right=(3, 4))

@@ -606,6 +606,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
                     rows[cid], scores[cid] = r, b
                     # beside passages it is scored with the replaced rule's conversation as well as its own
                     r["match_sessions"] = sorted(set(r["sessions"]) | set(via[old]["sessions"]))
+                    r["via"] = old  # found through the rule it replaced: the hit says so
         if want_passages:
             from cortex.store.index import passage_scores
             projects = None if allowed is None else ({project["id"]} if project["id"] in allowed else set())
@@ -674,7 +675,8 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
             "pinned": rec["pinned"], "priority": int(rec["priority"] or 0),
             "score": round(rec["score"], 4), "bm25": round(rec["bm25"], 4), "relevance": round(rec["relevance"], 4),
             "activation": round(p["activation"], 4), "recency": round(p["recency"], 4),
-            "snippet": snippet(rec["text"], words), "text": rec["text"], "path": home.record_file(rec["path"]), "restored": False})
+            "snippet": snippet(rec["text"], words), "text": rec["text"], "path": home.record_file(rec["path"]), "restored": False,
+            **({"via": rec["via"]} if rec.get("via") else {})})
     if include_archived:
         _label_superseded(out["hits"])
     if record_use:

@@ -127,7 +127,7 @@ def test_a_chain_is_followed_once_round_a_cycle_and_at_most_ten_links_deep():
     assert asked == ["r%d" % i for i in range(CHAIN_DEPTH)]
 
 
-def test_a_question_in_the_words_of_a_replaced_rule_finds_the_rule_now_in_force(env):
+def test_a_question_in_the_words_of_a_replaced_rule_finds_the_rule_now_in_force(env, capsys):
     """The amendment shares no word with the question (it sets the code, in other words), the replaced rule
     shares several: the rule in force is a hit all the same, above the old chat."""
     home, project, root = env
@@ -149,6 +149,15 @@ def test_a_question_in_the_words_of_a_replaced_rule_finds_the_rule_now_in_force(
     assert now_in_force, [(h["kind"], h.get("status"), h["text"][:70]) for h in hits]
     olds = _where(hits, ["ttl-old"])
     assert not olds or now_in_force[0] < min(olds)
+    # it says how it was found: through the replaced rule, whose words the question used
+    hit = hits[now_in_force[0]]
+    replaced = [r for r in recall(home, q, cwd=project, k=5, record_use=False, include_archived=True)["hits"]
+                if r["kind"] == "record" and r["status"] == "superseded"]
+    assert hit["via"] in {r["id"] for r in replaced}
+    assert all("via" not in h for h in hits if h is not hit)
+    from cortex.cli.main import main
+    assert main(["recall", q, "--no-use", "--cwd", project]) == 0
+    assert "via %s, the rule it replaced" % hit["via"] in capsys.readouterr().out
 
 
 def test_the_rule_in_force_is_scored_with_the_conversation_of_the_rule_it_replaced(env):
