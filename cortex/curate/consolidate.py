@@ -50,6 +50,10 @@ AMEND_RE = re.compile(
     r"(?:earlier|old|previous|original|former|prior)\s+(?:rule|decision|policy|agreement)\s+(?:is|was)\s+(?:gone|dropped|replaced|void|obsolete)|"
     r"no\s+longer|from\s+now\s+on|going\s+forward|(?:new|updated|revised|changed|amended)\s+rule|"
     r"rule\s+change|chang(?:e|es|ed|ing)\s+the\s+rule|updat(?:e|es|ed|ing)\s+(?:to\s+)?the\s+rule)\b", re.I)
+# a rule that returns to an earlier choice: "back to AsyncStorage", "reverted the stores to AsyncStorage"
+BACK_TO_RE = re.compile(r"\b(?:(?:go(?:es|ing)?|went|switch(?:ed|ing)?|mov(?:e|ed|ing))\s+back\s+to|^back\s+to|"
+                        r"revert(?:s|ed|ing)?\s+(?:[\w`.-]+\s+){0,4}?to)\s+(?:the\s+)?(?P<x>`[^`]{2,60}`|[\w.+#-]{3,40})",
+                        re.I | re.M)
 STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
 WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
 # a number, also one a unit follows in code ("2.minutes", "60.days", "3.seconds")
@@ -59,6 +63,14 @@ NUMBER_RE = re.compile(r"(?<![\w.:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])|(?<![\w.,]
 # a name set to a value in code ("FREE_CANCEL_WINDOW = 2.minutes", "maximumPoolSize = 20"): two rules that set
 # the same name to different values say different things, however differently the rest is worded
 ASSIGN_RE = re.compile(r"\b([A-Za-z_][A-Za-z0-9_.]*[A-Za-z0-9_])\s*(?:=|:=)\s*([^\s,;`)]+)")
+# ... and a setting written in backticks the way config files write it (`dispatch.same-day-cutoff: "15:30"`)
+SETTING_RE = re.compile(r"`([A-Za-z_][\w.-]*\w)\s*(?::=|=(?!=)|:(?=\s))\s*[\"']?([^`\"'\s,;)]+)")
+COMPOUND_NAME_RE = re.compile(r"[._-]|[a-z][A-Z]")  # `dispatch.same-day-cutoff`, `maxPoolSize`; not `timeout`
+# the kinds of value a setting holds, each with how a text states one: a rule that names the setting and states
+# another value of its kind ("pinned to 2023-10-16", for `Stripe.api_version = "2024-06-20"`) says another thing
+VALUE_KINDS = (("time", re.compile(r"(?<![\w.:])\d{1,2}:\d{2}(?::\d{2})?(?![\w:])")),
+               ("date", re.compile(r"(?<![\w.-])\d{4}-\d{2}-\d{2}(?![\w-])")),
+               ("version", re.compile(r"(?<![\w.])v?\d+(?:\.\d+){2,}(?![\w.])")))
 POLARITY = ("always", "never", "only", "except", "unless", "not", "no", "don't", "without", "must", "allow",
             "forbid", "reject", "accept", "skip", "keep", "drop", "ours", "theirs", "before", "after")
 POLARITY_RE = re.compile(r"\b(?:%s)\b" % "|".join(re.escape(w) for w in POLARITY), re.I)
@@ -87,6 +99,9 @@ def record_terms(rtype: str, text: str, files=()) -> frozenset:
     return terms("%s %s %s" % (rtype, text, "" if rtype in FILES_ARE_CONTEXT else " ".join(files or ())))
 
 
+# a label before what a rule is about ("Rule: same-day cutoff is 14:00", "For `orders`: use ULID ...")
+LABEL_RE = re.compile(r"^\s*(?:(?:rule|decision|decided|agreed|policy|convention|summary)\s*:|for\s+`[^`]+`\s*:)\s*",
+                      re.I)
 HEAD_TERMS = 2  # opening words (index terms) two rules must share to be about the same thing in words
 
 
@@ -94,7 +109,28 @@ def opening_terms(text: str) -> list:
     """The index terms a text opens with, in order, up to its first verb-like break (":" or "("): what a
     rule stated in words is about ("Public invoice links", "Staff sessions")."""
     from cortex.store.terms import tokenize
+    text = LABEL_RE.sub("", text, 1)
     return tokenize(re.split(r"[:(;]", re.sub(r"[*`_]", "", text), 1)[0])[:4]
+
+
+def setting_values(text: str) -> dict:
+    """The settings a text gives a value, {key (lower case): value}: code assignments (`maximumPoolSize = 20`)
+    and config lines in backticks (`dispatch.same-day-cutoff: "15:30"`); the first value of each key."""
+    out = {}
+    for key, value in SETTING_RE.findall(text) + ASSIGN_RE.findall(text):
+        out.setdefault(key.lower(), value.strip("\"'"))
+    return out
+
+
+def value_kind(value: str):
+    """(kind, pattern) of a setting's value: a time of day, a date, a version, or a number (with a unit or not,
+    "30m", "60.days", "20"); None for a name."""
+    for kind, pat in VALUE_KINDS:
+        if pat.fullmatch(value):
+            return kind, pat
+    if re.fullmatch(r"\d+(?:\.\d+)?(?:\.?[A-Za-z]+)?", value):
+        return "number", NUMBER_RE
+    return None
 
 
 def dice(a: frozenset, b: frozenset) -> float:
@@ -367,7 +403,8 @@ class Consolidator:
                 mine = [rid for rid in self.changed_targets(rec) if rid != rec["id"]]
             if not mine:
                 mine = self._head_targets(rec)
-        retired = sorted(set(self._switch_targets(rec) + mine))
+            mine = sorted(set(mine) | set(self._setting_targets(rec)))
+        retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + mine))
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         if retired:
@@ -411,9 +448,9 @@ class Consolidator:
                 # minutes"); "now logs the attempt number (1 to 3)" keeps the rule's 3 and replaces nothing
                 if theirs - mine and mine - theirs:
                     scored[rid] = self._amend_score(rec["text"], other["text"], subject_t)
-        mine_set = dict(ASSIGN_RE.findall(rec["text"]))
+        mine_set = setting_values(rec["text"])
         for rid in scored:
-            theirs_set = dict(ASSIGN_RE.findall(self.store.get(rid)["text"]))
+            theirs_set = setting_values(self.store.get(rid)["text"])
             if any(theirs_set[k] != v for k, v in mine_set.items() if k in theirs_set):
                 scored[rid] = max(scored[rid], CHANGE_MIN_SCORE)  # the same name set to another value
         best = max(scored.values()) if scored else 0.0
@@ -597,6 +634,57 @@ class Consolidator:
                 continue
             theirs = values(other["text"])
             if changes or (my_values and theirs and theirs != my_values):
+                found.append(rid)
+        return sorted(found)
+
+    def _setting_targets(self, rec) -> list:
+        """Earlier rules of another session that give a setting this one sets another value: the same key set
+        to something else (`dispatch.same-day-cutoff: "14:00"` for `dispatch.same-day-cutoff: "15:30"`), or the
+        key named with another value of its kind ("pinned to 2023-10-16 ... `Stripe.api_version`" for
+        `Stripe.api_version = "2024-06-20"`).  Only keys that are compound names (`timeout` alone may be any
+        timeout); a rule that also states the new value is not replaced."""
+        from cortex.curate.subjects import subject_terms
+        sessions = set(record_sessions(rec))
+        found = set()
+        for key, value in setting_values(rec["text"]).items():
+            if not COMPOUND_NAME_RE.search(key):
+                continue
+            kind = value_kind(value)
+            for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(key), rec["id"]):
+                other = self._earlier(rid, rec)
+                if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
+                    continue
+                theirs = setting_values(other["text"])
+                if key in theirs:
+                    if theirs[key].lower() != value.lower():
+                        found.add(rid)
+                    continue
+                stated = set(kind[1].findall(other["text"])) if kind else set()
+                if kind and kind[0] == "number":
+                    value = re.match(r"\d+(?:\.\d+)?", value).group(0)
+                if stated and value not in stated and key in other["text"].lower():
+                    found.add(rid)
+        return sorted(found)
+
+    def _back_targets(self, rec) -> list:
+        """Earlier rules that moved away from X, when this one goes back to it ("Back to AsyncStorage for the
+        persisted stores" retires "`storage: mmkvStorage` ... (was AsyncStorage)")."""
+        m = BACK_TO_RE.search(rec["text"])
+        if not m:
+            return []
+        x = m.group("x").strip("`")
+        x_t = terms(x)
+        if not x_t:
+            return []
+        found = []
+        for rid in self._subject_matches(rec["scope_id"], "decision", x_t, rec["id"]):
+            other = self._earlier(rid, rec)
+            if other is None or rid == rec["id"]:
+                continue
+            old = switch_parts(other["text"])[0]
+            left = re.search(r"(?:\(was|\bwas\s+previously|\binstead\s+of|\brather\s+than|\bfrom)\s+`?%s\b"
+                             % re.escape(x), other["text"], re.I)
+            if left or (old and x_t <= terms(old)):
                 found.append(rid)
         return sorted(found)
 

@@ -26,6 +26,9 @@ AROUND_RE = re.compile(r"^['\",;:!?]+|['\".,;:!?]+$")
 ARGS_RE = re.compile(r"\(.*\)$")
 CODE_CHAR_RE = re.compile(r"[_./()=-]")
 LETTER_RE = re.compile(r"[A-Za-z]")
+# a setting written in backticks, `dispatch.same-day-cutoff: "15:30"` or `Stripe.api_version = "2024-06-20"`: what it
+# names is its key; the value is what a later rule changes
+SETTING_SPAN_RE = re.compile(r"([A-Za-z_][\w.-]*\w)\s*(?::=|=(?!=)|:(?=\s))\s*\S.*")
 
 
 def _clean(tok: str) -> str:
@@ -71,6 +74,9 @@ def subjects(text: str) -> list:
             continue
         for m in pat.finditer(text):
             tok = _clean(m.group(1))
+            if pat is BACKTICK_RE:
+                setting = SETTING_SPAN_RE.fullmatch(tok)
+                tok = setting.group(1) if setting else tok
             if pat is CAMEL_RE and (tok in COMMON_CAMEL or len(tok) < 4):
                 continue
             if _looks_like_code(tok):

@@ -1,0 +1,130 @@
+"""A later rule that gives a setting another value retires the earlier rule on that setting, however
+differently the two are worded; a rule that goes back to a choice retires the rule that left it.
+
+Weeks apart, one rule says `dispatch.same-day-cutoff: "14:00"` inside a long paragraph and the next says
+`dispatch.same-day-cutoff: "15:30"` in one line: too unlike in wording to be linked by similarity, yet the
+same key set to another value.  The scenarios are Claude Code transcripts captured by the stop hook and
+normalized; the first group checks the pieces directly."""
+import os
+import time
+
+import pytest
+
+import cortex_testkit as testkit
+from cortex.curate import consolidate as C
+from cortex.curate.subjects import subjects
+from cortex.store.records import iter_paths, read
+
+T0 = time.time() - 40 * 86400
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    return testkit.project_env(tmp_path, monkeypatch)
+
+
+def decisions(home):
+    return [r for r in (read(p) for p in iter_paths(home.records)) if r["type"] == "decision"]
+
+
+def status(home, *words):
+    found = [r for r in decisions(home) if all(w.lower() in r["text"].lower() for w in words)]
+    assert len(found) == 1, (words, [r["text"] for r in decisions(home)])
+    return found[0]["status"]
+
+
+def settled(env, sid, days, offer, reply, statement, path="config/app.yml"):
+    home, project, root = env
+    c = testkit.Chat(root, project, sid, T0 + days * 86400)
+    c.user("next thing on the list")
+    c.say(offer)
+    c.user(reply)
+    c.tool("Edit", file_path=os.path.join(project, *path.split("/")), old_string="a: 1", new_string="a: 2")
+    c.say(statement)
+    c.stop(home, run=True)
+
+
+# -- the pieces --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, first", [
+    ('the cutoff is 15:30 (`dispatch.same-day-cutoff: "15:30"`)', "dispatch.same-day-cutoff"),
+    ('pinned with `Stripe.api_version = "2024-06-20"` now', "Stripe.api_version"),
+    ("`FREE_CANCEL_WINDOW = 2.minutes` in the model", "FREE_CANCEL_WINDOW"),
+    ("`a == b` compares them", "a == b"),        # a comparison is not a setting
+    ("see `http://localhost:8080/health`", "http://localhost:8080/health"),
+])
+def test_a_setting_in_backticks_is_named_by_its_key(text, first):
+    assert subjects(text)[0] == first
+
+
+def test_setting_values_and_their_kinds():
+    text = ('cutoff `dispatch.same-day-cutoff: "14:00"`, `Stripe.api_version = "2023-10-16"`, '
+            'pool `maximumPoolSize = 20`, `ttl: 30m`')
+    assert C.setting_values(text) == {"dispatch.same-day-cutoff": "14:00", "stripe.api_version": "2023-10-16",
+                                      "maximumpoolsize": "20", "ttl": "30m"}
+    assert [C.value_kind(v)[0] for v in ("14:00", "2023-10-16", "1.4.2", "20", "30m", "60.days")] == \
+        ["time", "date", "version", "number", "number", "number"]
+    assert C.value_kind("mmkvStorage") is None
+
+
+# -- the same setting given another value ------------------------------------------------------------
+
+def test_the_same_key_set_to_another_value_in_a_later_session_retires_the_earlier_rule(env):
+    settled(env, "st1", 0, "Either a fixed UTC time like 12:00 UTC, or 14:00 in each warehouse's own zone?",
+            "14:00 warehouse local time",
+            'Rule: orders confirmed before 14:00 warehouse local time ship the same day, per warehouse IANA zone; '
+            'configured as `dispatch.same-day-cutoff: "14:00"`, and `ShippingDayCalculator` reads the zone from '
+            '`WarehouseZones`, cached.')
+    settled(env, "st2", 30, "Either deploy on Sunday evening, or add an effective-from date for 15:30?",
+            "sunday evening, 15:30 everywhere",
+            'The same-day cutoff is 15:30 (`dispatch.same-day-cutoff: "15:30"`).')
+    assert status(env[0], "14:00 warehouse") == "superseded"
+    assert status(env[0], "15:30") == "active"
+
+
+def test_a_rule_naming_the_key_with_another_value_of_its_kind_is_retired(env):
+    settled(env, "sv1", 0, "Either keep the account default, or pin 2023-10-16 in code?", "pin 2023-10-16",
+            "Stripe API version is pinned to 2023-10-16 in `config/initializers/stripe.rb` through "
+            "`Stripe.api_version`; the dashboard default no longer matters.", path="config/initializers/stripe.rb")
+    settled(env, "sv2", 25, "Either bump the gem and pin 2024-06-20, or stay on 11.x?", "bump, 2024-06-20",
+            'Gem bumped to 12.x with `Stripe.api_version = "2024-06-20"`; webhook fixtures updated.',
+            path="config/initializers/stripe.rb")
+    assert status(env[0], "2023-10-16") == "superseded"
+
+
+def test_another_key_with_another_value_leaves_the_earlier_rule(env):
+    settled(env, "sk1", 0, "Either 10 per pod, or one shared pool of 50?", "10 per pod",
+            "Each pod opens at most 10 connections (`db.pool.max-size: 10`), so 12 pods stay under the "
+            "server's limit.")
+    settled(env, "sk2", 20, "Either 3 retries, or retry for an hour?", "3 retries",
+            "Webhook deliveries retry 3 times (`webhooks.retry.max-attempts: 3`) and then go to the "
+            "dead-letter table; the pool setting `db.pool.max-size` is untouched.")
+    assert status(env[0], "12 pods") == "active"
+    assert status(env[0], "dead-letter") == "active"
+
+
+# -- back to an earlier choice -----------------------------------------------------------------------
+
+def test_going_back_to_a_choice_retires_the_rule_that_moved_away_from_it(env):
+    settled(env, "bk1", 0, "Either keep AsyncStorage, or move the persisted stores to MMKV (react-native-mmkv)?",
+            "MMKV, it's faster",
+            "The persisted stores use `mmkvStorage` from react-native-mmkv (was AsyncStorage), migrated once "
+            "on first launch.", path="apps/mobile/src/store/draft.ts")
+    settled(env, "bk2", 30, "Either fix the MMKV hydration race, or go back to AsyncStorage with a splash gate?",
+            "AsyncStorage with the splash gate",
+            "Back to AsyncStorage for the persisted stores, with a hydration gate that keeps the splash screen up.",
+            path="apps/mobile/src/store/draft.ts")
+    assert status(env[0], "mmkvStorage") == "superseded"
+    assert status(env[0], "Back to AsyncStorage") == "active"
+
+
+def test_going_back_to_a_choice_leaves_a_rule_that_only_names_it(env):
+    settled(env, "bn1", 0, "Either keep AsyncStorage for the settings store, or move it to SQLite?",
+            "keep AsyncStorage",
+            "The settings store stays on AsyncStorage and is read once at start-up.",
+            path="apps/mobile/src/store/settings.ts")
+    settled(env, "bn2", 30, "Either fix the MMKV hydration race, or go back to AsyncStorage with a splash gate?",
+            "AsyncStorage with the splash gate",
+            "Back to AsyncStorage for the draft store, with a hydration gate that keeps the splash screen up.",
+            path="apps/mobile/src/store/draft.ts")
+    assert status(env[0], "read once at start-up") == "active"
