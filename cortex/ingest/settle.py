@@ -10,8 +10,15 @@ Nothing here lists how people agree: the reply only has to echo what was offered
 off; the statement only has to repeat the echo after an edit. `decisions.py` reads the phrasings it
 knows; this reader keeps what those leave out, and stands aside when they caught the exchange.
 
+The user may also ask for the rule without an offer to pick from ("how do we want to handle panics in match
+code", "new rule for kafka topics: ...", "twilio or SNS?"): a change `decisions.py` reads as confirmed after
+such a question answers it, so it is kept even when it replaces no rule, the last one standing for the
+session's answer (the report of the work done says what now holds).  Bug reports, upgrades and refactors
+ask nothing of the kind, and a change read there still has to replace a rule to be kept.
+
 The state (a dict under the decisions state, saved with the transcript cursor) holds at most a few
-short, redacted lines: the offer being answered and the pick waiting for its statement.
+short, redacted lines: the offer being answered, the pick waiting for its statement, and where the
+question for a rule was asked.
 """
 import re
 
@@ -22,6 +29,7 @@ from cortex.store.terms import STOPWORDS
 OFFER_LINES = 12          # sentences/bullets of an offer the state keeps
 LINE_CHARS = 200          # of each
 PICK_WAITS = 12           # assistant entries a pick waits for the statement of it
+ASK_WAITS = 40            # assistant entries a question for a rule waits for the change that answers it
 REPLY_WORDS = 80          # a longer reply is a new brief, not an answer
 STATEMENT_WORDS = (5, 70)
 
@@ -34,6 +42,13 @@ ASKS_OR_RE = re.compile(r"\bor\b[^?]*\?\s*$", re.I)
 STOP = (STOPWORDS | frozenset("done fine get go going got keep less let's make much need new ok okay old one really "
                               "still sure two use want yes".split())) - frozenset(
     "per each every after before between above below against both without".split())
+# the user asks for a rule, or lays one down: how the team wants something done from now on, which of two
+RULE_ASK_RE = re.compile(r"\bhow\s+(?:do|should|would|shall)\s+we\b|\bhow\s+should\s+(?:a|an|the|it|this|that|these|those)\b|"
+                         r"\bwhat\s+(?:should|do|would|shall)\s+(?:we|it|they)\s+(?:use|be|pick|go\s+with)\b|"
+                         r"\bwhich\s+(?:\w+\s+)?(?:should|do|shall)\s+we\b|"
+                         r"\b(?:new|a|the|our)\s+(?:rule|convention|policy|standard)\s+(?:for|on|about)\b|"
+                         r"\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bpropose\b|\bno\s+debate\b|"
+                         r"(?:^|[.!?]\s+)[\w.-]+\s+or\s+[\w.-]+\s*\?", re.I)
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -165,7 +180,7 @@ def statement(prose: str, pick: dict, also=()):
 
 
 def initial() -> dict:
-    return {"offer": None, "pick": None}
+    return {"offer": None, "pick": None, "asked": None}
 
 
 def assistant_turn(prose: str, st: dict, also=()):
@@ -185,6 +200,13 @@ def assistant_turn(prose: str, st: dict, also=()):
             pick["score"] = score
             found = {"text": said, "ref": pick["ref"], "used": [a for a in also if stated(a, pick)]}
         st["pick"] = None if pick["waits"] > PICK_WAITS else pick
+    asked = st.get("asked")
+    if asked:
+        if found is None and also:
+            # a confirmed change after the question for a rule answers it; a later one replaces it
+            found = {"text": also[-1], "ref": asked["ref"], "used": [also[-1]]}
+        asked = dict(asked, waits=asked["waits"] + 1)
+        st["asked"] = None if asked["waits"] > ASK_WAITS else asked
     if offers_choice(prose):
         st["offer"] = offer_lines(prose)
     return found, st
@@ -193,6 +215,8 @@ def assistant_turn(prose: str, st: dict, also=()):
 def user_turn(reply: str, ref: str, st: dict) -> dict:
     """A user entry: a pick when it answers the choice just offered with something specific from it."""
     st = dict(st)
+    if RULE_ASK_RE.search(reply or ""):
+        st["asked"] = {"ref": ref, "waits": 0}
     offer, st["offer"] = st.get("offer"), None
     if offer and picks(reply):
         taken = echo(D._tidy(reply), offer)
@@ -208,5 +232,5 @@ def edited(st: dict) -> dict:
 
 
 def caught(st: dict) -> dict:
-    """The phrasings of decisions.py kept a decision for this exchange: the pick is theirs."""
-    return dict(st, pick=None) if st.get("pick") else st
+    """The phrasings of decisions.py kept a decision for this exchange: the pick, and the question, are theirs."""
+    return dict(st, pick=None, asked=None) if st.get("pick") or st.get("asked") else st

@@ -197,6 +197,41 @@ def test_a_fix_with_no_choice_offered_keeps_nothing(env):
     assert decisions(home) == []
 
 
+@pytest.mark.parametrize("turn, asks", [
+    ("we had a crash last night. how do we want to handle panics in match code", True),
+    ("ok new rule for kafka topics before we add more: domain.entity.event.vN", True),
+    ("time to actually send the reminder SMS. twilio or SNS?", True),
+    ("dashboard errors are a mess, I need one shape. what should it be", True),
+    ("we keep the refresh token in secure storage from now on", True),
+    ("/api/v1/orders still answers, it was supposed to be gone", False),
+    ("bump dbt to 1.8 and fix whatever breaks", False),
+    ("CI keeps going red on the race test, can you actually fix it", False),
+])
+def test_the_user_asking_for_a_rule_is_told_from_a_bug_report_or_a_chore(turn, asks):
+    assert bool(S.RULE_ASK_RE.search(turn)) is asks
+
+
+def _asked(env, sid, opener):
+    c = chat(env, sid)
+    c.user(opener)
+    c.say("The tick loop in `runMatch()` has no recover, so a panic exits the process with every match on it.")
+    c.user("recover it in `runMatch()`, per match")
+    edit(c, env, "sim/match.go")
+    c.say("`runMatch()` now recovers a panic, logs the stack and ends only that match.")
+    c.stop(env[0], run=True)
+    return [d["text"] for d in decisions(env[0])]
+
+
+def test_a_change_confirmed_after_the_user_asks_for_a_rule_is_kept_without_replacing_one(env):
+    texts = _asked(env, "sa1", "a nil deref took the server down last night. how do we want to handle panics "
+                               "in match code?")
+    assert len(texts) == 1 and "recovers a panic" in texts[0], texts
+
+
+def test_the_same_change_after_a_bug_report_replaces_nothing_and_is_not_kept(env):
+    assert _asked(env, "sa2", "a nil deref took the server down last night, 37 matches died. can you look") == []
+
+
 # -- a rule stated in words is retired by a later one on the same subject ---------------------------------
 
 def _settled(env, sid, days, offer, reply, statement):
