@@ -26,7 +26,8 @@ passages a record is scored by what both kinds have (relevance, recency, a pin: 
 rules decide the merged order (`model.hitorder.merge_ranking`): a record ranks at least as high as a passage of its own
 session that says what it says (holds SAME_THING of its terms), and a hit whose sessions the records
 above it already come from keeps SEEN_SESSION of its score, so the first places show different
-conversations.  Every hit carries `kind` ("record" or "episode"); `kind=` keeps one of them.
+conversations.  A passage whose own turn a passage of its session above it already shows is left out
+(`model.hitorder.drop_shown_turns`).  Every hit carries `kind` ("record" or "episode"); `kind=` keeps one of them.
 Passages are searched in the project (in every project with scope "all"); a type filter keeps
 records only.
 
@@ -51,7 +52,7 @@ from cortex.ops import manage
 from cortex.core.errors import CortexError
 from cortex.store.episodes import episode_file
 from cortex.model import question
-from cortex.model.hitorder import add_session_support, merge_ranking
+from cortex.model.hitorder import add_session_support, drop_shown_turns, merge_ranking
 
 TIERS = 6  # project, domain, other scopes; each split into current records, then superseded ones (--all)
 WEIGHTS = {"activation": 0.2, "recency": 0.1, "confidence": 0.1, "pinned": 0.1}
@@ -656,6 +657,7 @@ def recall(home, query: str, scope: str = None, types=None, k: int = 10, cwd: st
         ranked = sorted(hits, key=lambda rec: (rec["tier"], -rec["score"], rec["id"]))
     # the current rule above the exchanges that settled the rules it replaced (keys: the merged order)
     ranked = [h for _, h in _after_superseding(home, [((0, float(i), h["id"]), h) for i, h in enumerate(ranked)], k)]
+    ranked = drop_shown_turns(ranked)
     for rec in ranked[:k]:
         if rec.get("kind") == "episode":
             h = passage_hit(home, rec["row"], rec["bm25"], rec["relevance"], now, words, episode_cache)

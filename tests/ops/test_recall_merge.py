@@ -7,7 +7,7 @@ import time
 import pytest
 
 import cortex_testkit as testkit
-from cortex.model.hitorder import merge_ranking
+from cortex.model.hitorder import drop_shown_turns, merge_ranking
 from cortex.ops import recall as R
 
 
@@ -77,6 +77,18 @@ def test_passages_after_passages_of_the_same_session_keep_their_place():
     assert got == ["s1:3", "s1:9", "s2:1"]
 
 
+def span(pid, session, anchor, first, last):
+    return dict(psg(pid, 1.0, session), row={"anchor": anchor, "first_turn": first, "last_turn": last})
+
+
+def test_a_passage_whose_turn_one_of_its_session_above_shows_is_left_out():
+    # a turn with its neighbours: the next turn's passage repeats two of its three turns
+    got = drop_shown_turns([span("s1:4", "s1", 4, 3, 5), span("s1:5", "s1", 5, 4, 6), rec("r1", 1.0, ["s1"]),
+                            span("s2:4", "s2", 4, 3, 5), span("s1:6", "s1", 6, 5, 7), span("s1:3", "s1", 3, 2, 4)])
+    # s1:5 and s1:3 repeat turns s1:4 shows; s1:6 holds a turn none above shows; a record is never left out
+    assert [h["id"] for h in got] == ["s1:4", "r1", "s2:4", "s1:6"]
+
+
 def test_tiers_still_come_first():
     got = order([rec("r-domain", 1.0, ["s9"], tier=2)], [psg("s1:3", 0.1, "s1", tier=0)])
     assert got == ["s1:3", "r-domain"]
@@ -128,3 +140,23 @@ def test_a_conversation_that_holds_the_words_in_several_places_beats_a_single_tu
     # support counts the three best others only, and never the passage itself
     solo = add_session_support([psg("x:1", 0.7, "x"), psg("y:1", 1.0, "y")])
     assert [round(h["score"], 6) for h in solo] == [0.7, 1.0]
+
+
+def test_one_stretch_of_a_conversation_is_one_hit_and_the_next_place_goes_to_another(env):
+    home, project, root = env
+    t = time.time() - 10 * 86400
+    testkit.Chat(root, project, "long-s", t).turns(
+        ("user", "Is staging green?"),
+        ("assistant", "Staging is green."),
+        ("user", "Now the nightly jobs, please."),
+        ("assistant", "The export job times out at 4am because the backup locks the orders table."),
+        ("user", "Ok, I'll move the backup."),
+        ("assistant", "Good."),
+    ).stop(home)
+    testkit.Chat(root, project, "short-s", t + 86400).turns(
+        ("user", "Moved the nightly export job to 04:30 so it no longer times out."),
+        ("assistant", "Noted."),
+    ).stop(home)
+    testkit.normalize(home)
+    hits = R.recall(home, "export job times out at 4am", k=2, cwd=project, record_use=False, kind="episode")["hits"]
+    assert [h["session"] for h in hits] == ["long-s", "short-s"], [(h["session"], h["turns"]) for h in hits]
