@@ -49,6 +49,12 @@ RULE_ASK_RE = re.compile(r"\bhow\s+(?:do|should|would|shall)\s+we\b|\bhow\s+shou
                          r"\b(?:new|a|the|our)\s+(?:rule|convention|policy|standard)\s+(?:for|on|about)\b|"
                          r"\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\bpropose\b|\bno\s+debate\b|"
                          r"(?:^|[.!?]\s+)[\w.-]+\s+or\s+[\w.-]+\s*\?", re.I)
+# the user dictates a move to a named choice: "move SMS to MessageBird", "switch new order ids to UUIDv7",
+# "replace the elo thing with glicko-2", "use Redis instead of ..."
+SWITCH_TO_RE = re.compile(r"\b(?:switch|move|migrate|port)\s+(?:[\w`.'/-]+\s+){0,4}?(?:over\s+)?to\s+(?:the\s+|a\s+)?"
+                          r"(?P<to>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\breplace\s+[^.,;?!\n]{1,40}?\s+with\s+(?:the\s+|a\s+)?"
+                          r"(?P<with>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\buse\s+(?P<use>`[^`\n]{2,40}`|[\w.+#-]{2,40})\s+"
+                          r"(?:instead\s+of|rather\s+than)\b", re.I)
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -222,6 +228,12 @@ def user_turn(reply: str, ref: str, st: dict) -> dict:
         taken = echo(D._tidy(reply), offer)
         if taken:
             st["pick"] = dict(taken, ref=ref, waits=0, worked=False)
+            return st
+    moved = SWITCH_TO_RE.search(D._tidy(reply)) if picks(reply) else None
+    to = moved and (moved.group("to") or moved.group("with") or moved.group("use")).strip("`.-").lower()
+    if to and to not in STOP and not to.isdigit():
+        # the choice is the user's own: the statement after the edit must name what they moved to
+        st["pick"] = {"nums": [], "names": [to], "phrases": [], "ref": ref, "waits": 0, "worked": False}
     return st
 
 

@@ -232,6 +232,26 @@ def test_the_same_change_after_a_bug_report_replaces_nothing_and_is_not_kept(env
     assert _asked(env, "sa2", "a nil deref took the server down last night, 37 matches died. can you look") == []
 
 
+def _dictated(env, sid, ask):
+    c = chat(env, sid)
+    c.user("twilio bill was 2.3k last month, MessageBird quoted half. how hard would switching be")
+    c.say("Not hard: everything sends through the `SmsClient` interface; three pieces are Twilio-specific.")
+    c.user(ask)
+    edit(c, env, "reminders/sms.py")
+    c.say("Done: SMS now go through MessageBird (`MessageBirdSmsClient` behind the same `SmsClient` interface).")
+    c.stop(env[0], run=True)
+    return [d["text"] for d in decisions(env[0])]
+
+
+def test_a_move_the_user_dictates_is_kept_as_the_report_after_the_edit_states_it(env):
+    texts = _dictated(env, "sd1", "do it. move SMS to MessageBird, keep the interface, remove twilio completely")
+    assert len(texts) == 1 and "MessageBird" in texts[0], texts
+
+
+def test_a_move_the_user_only_asks_about_keeps_nothing(env):
+    assert _dictated(env, "sd2", "would it be worth it to move SMS to MessageBird?") == []
+
+
 # -- a rule stated in words is retired by a later one on the same subject ---------------------------------
 
 def _settled(env, sid, days, offer, reply, statement):
