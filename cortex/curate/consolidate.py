@@ -133,6 +133,21 @@ def value_kind(value: str):
     return None
 
 
+def sets_otherwise(key: str, value: str, text: str) -> bool:
+    """Whether a rule gives setting `key` (lower case) another value than `value`: it sets the key to something
+    else, or names the key and states a value of the same kind that is not this one ("pinned to 2023-10-16 ...
+    `Stripe.api_version`" for 2024-06-20; a number without its unit, "30m" states 30)."""
+    theirs = setting_values(text)
+    if key in theirs:
+        return theirs[key].lower() != value.lower()
+    kind = value_kind(value)
+    if not kind or key not in text.lower():
+        return False
+    said = re.match(r"\d+(?:\.\d+)?", value).group(0) if kind[0] == "number" else value
+    stated = set(kind[1].findall(text))
+    return bool(stated) and said not in stated
+
+
 def dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -649,20 +664,11 @@ class Consolidator:
         for key, value in setting_values(rec["text"]).items():
             if not COMPOUND_NAME_RE.search(key):
                 continue
-            kind = value_kind(value)
             for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(key), rec["id"]):
                 other = self._earlier(rid, rec)
                 if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
                     continue
-                theirs = setting_values(other["text"])
-                if key in theirs:
-                    if theirs[key].lower() != value.lower():
-                        found.add(rid)
-                    continue
-                stated = set(kind[1].findall(other["text"])) if kind else set()
-                if kind and kind[0] == "number":
-                    value = re.match(r"\d+(?:\.\d+)?", value).group(0)
-                if stated and value not in stated and key in other["text"].lower():
+                if sets_otherwise(key, value, other["text"]):
                     found.add(rid)
         return sorted(found)
 

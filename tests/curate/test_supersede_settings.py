@@ -67,6 +67,18 @@ def test_setting_values_and_their_kinds():
     assert C.value_kind("mmkvStorage") is None
 
 
+@pytest.mark.parametrize("text, otherwise", [
+    ('held 30 minutes (`inventory.reservation-ttl: 30m`)', True),        # set to another value
+    ('held 45 minutes (`inventory.reservation-ttl: 45m`)', False),       # the same, as written
+    ("big waves hold 45 minutes, beside `inventory.reservation-ttl`", False),  # named, with the new value
+    ("`inventory.reservation-ttl` holds stock 30 minutes", True),        # named, with another number
+    ("`inventory.reservation-ttl` is read at start-up", False),          # named, no value of its kind
+    ("held 30 minutes (`cart.hold-ttl: 30m`)", False),                   # another key
+])
+def test_a_rule_gives_a_setting_another_value(text, otherwise):
+    assert C.sets_otherwise("inventory.reservation-ttl", "45m", text) is otherwise
+
+
 # -- the same setting given another value ------------------------------------------------------------
 
 def test_the_same_key_set_to_another_value_in_a_later_session_retires_the_earlier_rule(env):
@@ -128,3 +140,4 @@ def test_going_back_to_a_choice_leaves_a_rule_that_only_names_it(env):
             "Back to AsyncStorage for the draft store, with a hydration gate that keeps the splash screen up.",
             path="apps/mobile/src/store/draft.ts")
     assert status(env[0], "read once at start-up") == "active"
+
