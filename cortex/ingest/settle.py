@@ -55,6 +55,11 @@ SWITCH_TO_RE = re.compile(r"\b(?:switch|move|migrate|port)\s+(?:[\w`.'/-]+\s+){0
                           r"(?P<to>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\breplace\s+[^.,;?!\n]{1,40}?\s+with\s+(?:the\s+|a\s+)?"
                           r"(?P<with>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\buse\s+(?P<use>`[^`\n]{2,40}`|[\w.+#-]{2,40})\s+"
                           r"(?:instead\s+of|rather\s+than)\b", re.I)
+# the report of the work names what the new choice replaced: "Twilio is removed completely (client, validator,
+# URLs, dependency)"
+NOT_A_NAME = frozenset("it this that these those everything nothing all which what the old one".split())
+REMOVED_RE = re.compile(r"(?<![\w.`-])(?P<x>[A-Z][\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|was|are|were|has\s+been|have\s+been)"
+                        r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b")
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -185,6 +190,19 @@ def statement(prose: str, pick: dict, also=()):
     return best, top
 
 
+def replaced_named(said: str, prose: str) -> str:
+    """The statement, saying what it replaced when its turn reports a named choice removed ("SMS now go through
+    MessageBird" + "Twilio is removed completely" -> "... (switched from Twilio)."), so the supersession
+    retires the rules that chose it (consolidate._switch_targets: only those naming it in their first words)."""
+    from cortex.curate.consolidate import terms
+    for m in REMOVED_RE.finditer(prose):
+        x = m.group("x").strip("`")
+        if x.lower() in NOT_A_NAME or not terms(x) or terms(x) <= terms(said):
+            continue
+        return D._switched(said, x)
+    return said
+
+
 def initial() -> dict:
     return {"offer": None, "pick": None, "asked": None}
 
@@ -204,7 +222,8 @@ def assistant_turn(prose: str, st: dict, also=()):
             # a later turn that states it as fully replaces the earlier statement: the report of the work
             # done says what now holds better than a remark made on the way
             pick["score"] = score
-            found = {"text": said, "ref": pick["ref"], "used": [a for a in also if stated(a, pick)]}
+            found = {"text": replaced_named(said, prose), "ref": pick["ref"],
+                     "used": [a for a in also if stated(a, pick)]}
         st["pick"] = None if pick["waits"] > PICK_WAITS else pick
     asked = st.get("asked")
     if asked:

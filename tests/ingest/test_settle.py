@@ -248,6 +248,23 @@ def test_a_move_the_user_dictates_is_kept_as_the_report_after_the_edit_states_it
     assert len(texts) == 1 and "MessageBird" in texts[0], texts
 
 
+def test_a_move_whose_report_says_the_old_choice_is_removed_retires_the_rule_that_chose_it(env):
+    home = env[0]
+    _settled(env, "sdo", 0, "Either Twilio, with the better delivery reports, or SNS, which is cheaper.",
+             "Twilio, delivery reports matter",
+             "Reminder SMS are sent through Twilio (`TwilioSmsClient`), whose delivery reports update each message.")
+    assert [st for st, _ in status(home)] == ["active"]
+    c = chat(env, "sd3", days=20)
+    c.user("do it. move SMS to MessageBird, keep the interface")
+    edit(c, env, "reminders/sms.py")
+    c.say("Done: SMS now go through MessageBird (`MessageBirdSmsClient` behind the same `SmsClient` interface). "
+          "Twilio is removed completely (client, validator, dependency).")
+    c.stop(home, run=True)
+    got = dict((t, st) for st, t in status(home))
+    assert [st for t, st in got.items() if "MessageBird" in t] == ["active"], got
+    assert [st for t, st in got.items() if "TwilioSmsClient" in t and "MessageBird" not in t] == ["superseded"], got
+
+
 def test_a_move_the_user_only_asks_about_keeps_nothing(env):
     assert _dictated(env, "sd2", "would it be worth it to move SMS to MessageBird?") == []
 
