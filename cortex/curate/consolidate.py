@@ -38,6 +38,9 @@ SWITCH_PATTERNS = [
                r"(?=\s+(?:because|since|and|anymore|in favou?r of)\b|[.,;:]|$)", re.I),
     re.compile(r"\bdropp(?:ed|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:in favou?r of|for)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
     re.compile(r"\b(?:switched|moved)\s+(?:away\s+)?from\s+(?P<old>(?:[^.,;:()]|\.(?=\w)){1,60}?)\s*(?=\)|[.,;:]|$)", re.I),
+    # a named choice reported gone: "Twilio is removed completely", "Detox is gone: `e2e/`, `.detoxrc.js` ..."
+    re.compile(r"(?<![\w.`-])(?!(?:it|this|that|these|those|everything|nothing|all|which|what|the|there|one)\b)(?P<old>(?-i:[A-Z])[\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|are|was|were|has\s+been|have\s+been)"
+               r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b", re.I),
     re.compile(r"\b(?:instead of|rather than)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,40}?)(?=\s+(?:because|since|as|for)\b|[.,;:]|$)", re.I),
 ]
 # A rule that says it updates an earlier one on its subject ("amendment to the `retry_upload()` rule",
@@ -535,6 +538,8 @@ class Consolidator:
             return []
         idents = subjects(rec["text"]) if weak else []
         old_t = terms(old)
+        if not old_t:
+            return []
         new_t = terms(new) if new else frozenset()
         what_t = terms(what) if what else frozenset()
         out = []

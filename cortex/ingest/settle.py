@@ -60,6 +60,10 @@ SWITCH_TO_RE = re.compile(r"\b(?:switch|move|migrate|port)\s+(?:[\w`.'/-]+\s+){0
 NOT_A_NAME = frozenset("it this that these those everything nothing all which what the old one".split())
 REMOVED_RE = re.compile(r"(?<![\w.`-])(?P<x>[A-Z][\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|was|are|were|has\s+been|have\s+been)"
                         r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b")
+# ... and what it moves away from, when the same turn says: "remove twilio completely", "scrap offset", "delete
+# detox completely", "get rid of the cron job"
+DROPS_RE = re.compile(r"\b(?:remove|scrap|delete|drop|ditch|get\s+rid\s+of|rip\s+out)\s+(?:the\s+)?"
+                      r"(?P<x>`[^`\n]{2,40}`|[\w.+#-]{2,40})", re.I)
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -190,13 +194,14 @@ def statement(prose: str, pick: dict, also=()):
     return best, top
 
 
-def replaced_named(said: str, prose: str) -> str:
+def replaced_named(said: str, prose: str, was: str = None) -> str:
     """The statement, saying what it replaced when its turn reports a named choice removed ("SMS now go through
-    MessageBird" + "Twilio is removed completely" -> "... (switched from Twilio)."), so the supersession
-    retires the rules that chose it (consolidate._switch_targets: only those naming it in their first words)."""
+    MessageBird" + "Twilio is removed completely" -> "... (switched from Twilio).") or the user's move dropped
+    one (`was`: "move SMS to MessageBird, remove twilio completely"), so the supersession retires the rules
+    that chose it (consolidate._switch_targets: only those naming it in their first words)."""
     from cortex.curate.consolidate import terms
-    for m in REMOVED_RE.finditer(prose):
-        x = m.group("x").strip("`")
+    names = [m.group("x").strip("`") for m in REMOVED_RE.finditer(prose)] + ([was] if was else [])
+    for x in names:
         if x.lower() in NOT_A_NAME or not terms(x) or terms(x) <= terms(said):
             continue
         return D._switched(said, x)
@@ -222,7 +227,7 @@ def assistant_turn(prose: str, st: dict, also=()):
             # a later turn that states it as fully replaces the earlier statement: the report of the work
             # done says what now holds better than a remark made on the way
             pick["score"] = score
-            found = {"text": replaced_named(said, prose), "ref": pick["ref"],
+            found = {"text": replaced_named(said, prose, pick.get("was")), "ref": pick["ref"],
                      "used": [a for a in also if stated(a, pick)]}
         st["pick"] = None if pick["waits"] > PICK_WAITS else pick
     asked = st.get("asked")
@@ -253,6 +258,10 @@ def user_turn(reply: str, ref: str, st: dict) -> dict:
     if to and to not in STOP and not to.isdigit():
         # the choice is the user's own: the statement after the edit must name what they moved to
         st["pick"] = {"nums": [], "names": [to], "phrases": [], "ref": ref, "waits": 0, "worked": False}
+        dropped = DROPS_RE.search(D._tidy(reply))
+        was = dropped and dropped.group("x").strip("`.-")
+        if was and was.lower() not in STOP | NOT_A_NAME and was.lower() != to:
+            st["pick"]["was"] = was
     return st
 
 

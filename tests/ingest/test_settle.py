@@ -265,6 +265,11 @@ def test_a_move_whose_report_says_the_old_choice_is_removed_retires_the_rule_tha
     assert [st for t, st in got.items() if "TwilioSmsClient" in t and "MessageBird" not in t] == ["superseded"], got
 
 
+def test_a_move_that_drops_the_old_choice_says_so_in_the_decision(env):
+    texts = _dictated(env, "sd4", "do it. move SMS to MessageBird and remove twilio completely")
+    assert len(texts) == 1 and texts[0].endswith("(switched from twilio)."), texts
+
+
 def test_a_move_the_user_only_asks_about_keeps_nothing(env):
     assert _dictated(env, "sd2", "would it be worth it to move SMS to MessageBird?") == []
 
