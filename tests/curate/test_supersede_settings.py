@@ -145,10 +145,14 @@ def test_going_back_to_a_choice_leaves_a_rule_that_only_names_it(env):
 
 # -- a named choice reported gone -------------------------------------------------------------------
 
-def test_a_rule_that_reports_a_named_choice_gone_retires_the_rule_that_chose_it(env):
-    settled(env, "gn1", 0, "Either `detox`, which we know, or `maestro` flows?", "detox, we know it",
+def detox_rule(env, sid):
+    settled(env, sid, 0, "Either `detox`, which we know, or `maestro` flows?", "detox, we know it",
             "E2E tests run on Detox (`.detoxrc.js`) against a debug build on the iOS simulator.",
             path="apps/mobile/.detoxrc.js")
+
+
+def test_a_rule_that_reports_a_named_choice_gone_retires_the_rule_that_chose_it(env):
+    detox_rule(env, "gn1")
     settled(env, "gn2", 30, "Either fix the flaky `detox` matchers, or move the flows to `maestro`?",
             "maestro, the flows are simpler",
             "E2E tests are Maestro flows in `apps/mobile/.maestro/`; Detox is gone with its config and deps.",
@@ -158,9 +162,7 @@ def test_a_rule_that_reports_a_named_choice_gone_retires_the_rule_that_chose_it(
 
 
 def test_a_pronoun_reported_gone_retires_nothing(env):
-    settled(env, "gp1", 0, "Either `detox`, which we know, or `maestro` flows?", "detox, we know it",
-            "E2E tests run on Detox (`.detoxrc.js`) against a debug build on the iOS simulator.",
-            path="apps/mobile/.detoxrc.js")
+    detox_rule(env, "gp1")
     settled(env, "gp2", 30, "Either keep the nightly e2e job, or run it on every merge?", "keep the nightly job",
             "The nightly e2e job stays on the macOS runner; it is gone from the merge checks.",
             path=".github/workflows/e2e.yml")
