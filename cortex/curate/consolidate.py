@@ -29,6 +29,11 @@ MERGEABLE = {"decision", "rejected", "learned", "gotcha", "fix", "preference", "
 # newest, since it says where the work stands now.  Compared on their text alone.
 LATEST_WINS = {"progress", "summary"}
 
+# a named choice reported gone: "Twilio is removed completely", "Detox is gone: `e2e/`, `.detoxrc.js` ...",
+# "`topicPrefix` is removed" (a name: capitalised or in backticks; "it is gone", "this was dropped" name nothing)
+GONE_RE = re.compile(r"(?<![\w.`-])(?!(?:it|this|that|these|those|everything|nothing|all|which|what|the|there|one)\b)"
+                     r"(?P<old>(?-i:[A-Z])[\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|are|was|were|has\s+been|have\s+been)"
+                     r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b", re.I)
 SWITCH_PATTERNS = [
     re.compile(r"\b(?:switch(?:ed|ing)?|mov(?:ed|ing)|migrat(?:ed|ing)|chang(?:ed|ing)|went)\s+"
                r"(?:(?P<subject>(?:[^.;:,]|\.(?=\w)){1,60}?)\s+)?(?:back\s+)?from\s+"
@@ -38,9 +43,7 @@ SWITCH_PATTERNS = [
                r"(?=\s+(?:because|since|and|anymore|in favou?r of)\b|[.,;:]|$)", re.I),
     re.compile(r"\bdropp(?:ed|ing)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,60}?)\s+(?:in favou?r of|for)\s+(?P<new>(?:[^.,;:]|\.(?=\w)){1,60})", re.I),
     re.compile(r"\b(?:switched|moved)\s+(?:away\s+)?from\s+(?P<old>(?:[^.,;:()]|\.(?=\w)){1,60}?)\s*(?=\)|[.,;:]|$)", re.I),
-    # a named choice reported gone: "Twilio is removed completely", "Detox is gone: `e2e/`, `.detoxrc.js` ..."
-    re.compile(r"(?<![\w.`-])(?!(?:it|this|that|these|those|everything|nothing|all|which|what|the|there|one)\b)(?P<old>(?-i:[A-Z])[\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|are|was|were|has\s+been|have\s+been)"
-               r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b", re.I),
+    GONE_RE,
     re.compile(r"\b(?:instead of|rather than)\s+(?P<old>(?:[^.,;:]|\.(?=\w)){1,40}?)(?=\s+(?:because|since|as|for)\b|[.,;:]|$)", re.I),
 ]
 # A rule that says it updates an earlier one on its subject ("amendment to the `retry_upload()` rule",

@@ -55,11 +55,6 @@ SWITCH_TO_RE = re.compile(r"\b(?:switch|move|migrate|port)\s+(?:[\w`.'/-]+\s+){0
                           r"(?P<to>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\breplace\s+[^.,;?!\n]{1,40}?\s+with\s+(?:the\s+|a\s+)?"
                           r"(?P<with>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\buse\s+(?P<use>`[^`\n]{2,40}`|[\w.+#-]{2,40})\s+"
                           r"(?:instead\s+of|rather\s+than)\b", re.I)
-# the report of the work names what the new choice replaced: "Twilio is removed completely (client, validator,
-# URLs, dependency)"
-NOT_A_NAME = frozenset("it this that these those everything nothing all which what the old one".split())
-REMOVED_RE = re.compile(r"(?<![\w.`-])(?P<x>[A-Z][\w.+#-]*[A-Za-z0-9+#]|`[^`\n]{2,40}`)\s+(?:is|was|are|were|has\s+been|have\s+been)"
-                        r"\s+(?:now\s+|also\s+|fully\s+)?(?:removed|dropped|deleted|gone|retired|ripped\s+out)\b")
 # ... and what it moves away from, when the same turn says: "remove twilio completely", "scrap offset", "delete
 # detox completely", "get rid of the cron job"
 DROPS_RE = re.compile(r"\b(?:remove|scrap|delete|drop|ditch|get\s+rid\s+of|rip\s+out)\s+(?:the\s+)?"
@@ -199,10 +194,10 @@ def replaced_named(said: str, prose: str, was: str = None) -> str:
     MessageBird" + "Twilio is removed completely" -> "... (switched from Twilio).") or the user's move dropped
     one (`was`: "move SMS to MessageBird, remove twilio completely"), so the supersession retires the rules
     that chose it (consolidate._switch_targets: only those naming it in their first words)."""
-    from cortex.curate.consolidate import terms
-    names = [m.group("x").strip("`") for m in REMOVED_RE.finditer(prose)] + ([was] if was else [])
+    from cortex.curate.consolidate import GONE_RE, terms
+    names = [m.group("old").strip("`") for m in GONE_RE.finditer(prose)] + ([was] if was else [])
     for x in names:
-        if x.lower() in NOT_A_NAME or not terms(x) or terms(x) <= terms(said):
+        if not terms(x) or terms(x) <= terms(said):
             continue
         return D._switched(said, x)
     return said
@@ -260,7 +255,7 @@ def user_turn(reply: str, ref: str, st: dict) -> dict:
         st["pick"] = {"nums": [], "names": [to], "phrases": [], "ref": ref, "waits": 0, "worked": False}
         dropped = DROPS_RE.search(D._tidy(reply))
         was = dropped and dropped.group("x").strip("`.-")
-        if was and was.lower() not in STOP | NOT_A_NAME and was.lower() != to:
+        if was and was.lower() not in STOP and was.lower() != to:
             st["pick"]["was"] = was
     return st
 
