@@ -119,12 +119,17 @@ def opening_terms(text: str) -> list:
     return tokenize(re.split(r"[:(;]", re.sub(r"[*`_]", "", text), 1)[0])[:4]
 
 
+def settings_written(text: str) -> list:
+    """The settings a text gives a value, [(key as written, value)]: code assignments (`maximumPoolSize = 20`)
+    and config lines in backticks (`dispatch.same-day-cutoff: "15:30"`)."""
+    return [(key, value.strip("\"'")) for key, value in SETTING_RE.findall(text) + ASSIGN_RE.findall(text)]
+
+
 def setting_values(text: str) -> dict:
-    """The settings a text gives a value, {key (lower case): value}: code assignments (`maximumPoolSize = 20`)
-    and config lines in backticks (`dispatch.same-day-cutoff: "15:30"`); the first value of each key."""
+    """{key (lower case): its first value} of `settings_written`: the same setting however its key is cased."""
     out = {}
-    for key, value in SETTING_RE.findall(text) + ASSIGN_RE.findall(text):
-        out.setdefault(key.lower(), value.strip("\"'"))
+    for key, value in settings_written(text):
+        out.setdefault(key.lower(), value)
     return out
 
 
@@ -669,10 +674,13 @@ class Consolidator:
         from cortex.curate.subjects import subject_terms
         sessions = set(record_sessions(rec))
         found = set()
-        for key, value in setting_values(rec["text"]).items():
-            if not COMPOUND_NAME_RE.search(key):
+        seen = set()
+        for written, value in settings_written(rec["text"]):
+            key = written.lower()
+            if key in seen or not COMPOUND_NAME_RE.search(written):  # (camelCase shows only as written)
                 continue
-            for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(key), rec["id"]):
+            seen.add(key)
+            for rid in self._subject_matches(rec["scope_id"], "decision", subject_terms(written), rec["id"]):
                 other = self._earlier(rid, rec)
                 if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
                     continue

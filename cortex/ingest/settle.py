@@ -55,10 +55,6 @@ SWITCH_TO_RE = re.compile(r"\b(?:switch|move|migrate|port)\s+(?:[\w`.'/-]+\s+){0
                           r"(?P<to>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\breplace\s+[^.,;?!\n]{1,40}?\s+with\s+(?:the\s+|a\s+)?"
                           r"(?P<with>`[^`\n]{2,40}`|[\w.+#-]{2,40})|\buse\s+(?P<use>`[^`\n]{2,40}`|[\w.+#-]{2,40})\s+"
                           r"(?:instead\s+of|rather\s+than)\b", re.I)
-# ... and what it moves away from, when the same turn says: "remove twilio completely", "scrap offset", "delete
-# detox completely", "get rid of the cron job"
-DROPS_RE = re.compile(r"\b(?:remove|scrap|delete|drop|ditch|get\s+rid\s+of|rip\s+out)\s+(?:the\s+)?"
-                      r"(?P<x>`[^`\n]{2,40}`|[\w.+#-]{2,40})", re.I)
 WORD_RE = re.compile(r"[A-Za-z][\w.+/-]*[\w+]|[A-Za-z]")
 CODE_RE = re.compile(r"`([^`\n]{1,80})`")
 
@@ -192,7 +188,7 @@ def statement(prose: str, pick: dict, also=()):
 def replaced_named(said: str, prose: str, was: str = None) -> str:
     """The statement, saying what it replaced when its turn reports a named choice removed ("SMS now go through
     MessageBird" + "Twilio is removed completely" -> "... (switched from Twilio).") or the user's move dropped
-    one (`was`: "move SMS to MessageBird, remove twilio completely"), so the supersession retires the rules
+    one (`was`, as decisions.switch_request reads it: "move SMS to MessageBird and remove Twilio"), so the supersession retires the rules
     that chose it (consolidate._switch_targets: only those naming it in their first words)."""
     from cortex.curate.consolidate import GONE_RE, terms
     names = [m.group("old").strip("`") for m in GONE_RE.finditer(prose)] + ([was] if was else [])
@@ -253,9 +249,9 @@ def user_turn(reply: str, ref: str, st: dict) -> dict:
     if to and to not in STOP and not to.isdigit():
         # the choice is the user's own: the statement after the edit must name what they moved to
         st["pick"] = {"nums": [], "names": [to], "phrases": [], "ref": ref, "waits": 0, "worked": False}
-        dropped = DROPS_RE.search(D._tidy(reply))
-        was = dropped and dropped.group("x").strip("`.-")
-        if was and was.lower() not in STOP and was.lower() != to:
+        # what it moves away from, when the same turn says ("... and drop OneSignal", "switch from X to Y")
+        was = D.switch_request(D._tidy(reply))[0]
+        if was and was.lower() != to:
             st["pick"]["was"] = was
     return st
 

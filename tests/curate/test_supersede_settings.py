@@ -104,6 +104,14 @@ def test_a_rule_naming_the_key_with_another_value_of_its_kind_is_retired(env):
     assert status(env[0], "2023-10-16") == "superseded"
 
 
+def test_a_camel_case_key_is_a_compound_name(env):
+    settled(env, "sc1", 0, "Either 20 per pod, or one shared pool of 50?", "20 per pod",
+            "The Hikari pool holds 20 connections per pod (`maximumPoolSize = 20`), with 5 idle at least.")
+    settled(env, "sc2", 25, "Either 30 for the Friday peak, or add replicas?", "30 for the peak",
+            "Friday peak: `maximumPoolSize = 30` on every pod.")
+    assert status(env[0], "5 idle") == "superseded"
+
+
 def test_another_key_with_another_value_leaves_the_earlier_rule(env):
     settled(env, "sk1", 0, "Either 10 per pod, or one shared pool of 50?", "10 per pod",
             "Each pod opens at most 10 connections (`db.pool.max-size: 10`), so 12 pods stay under the "

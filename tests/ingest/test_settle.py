@@ -266,8 +266,8 @@ def test_a_move_whose_report_says_the_old_choice_is_removed_retires_the_rule_tha
 
 
 def test_a_move_that_drops_the_old_choice_says_so_in_the_decision(env):
-    texts = _dictated(env, "sd4", "do it. move SMS to MessageBird and remove twilio completely")
-    assert len(texts) == 1 and texts[0].endswith("(switched from twilio)."), texts
+    texts = _dictated(env, "sd4", "do it. move SMS to MessageBird and remove Twilio completely")
+    assert len(texts) == 1 and texts[0].endswith("(switched from Twilio)."), texts
 
 
 def test_a_move_the_user_only_asks_about_keeps_nothing(env):
