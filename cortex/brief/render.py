@@ -9,7 +9,7 @@ import re
 import time
 
 from cortex.brief import neutral
-from cortex.model.clip import shorten
+from cortex.model.clip import LINE_OVERHEAD_TOKENS, shorten
 
 SECTIONS = (
     ("pinned", "Pinned"),
@@ -32,6 +32,19 @@ LEFT_LINE = "({n} more record{s} left out for space; `cortex why` lists them.)"
 CAP_REASONS = ("count cap", "token cap", "character cap", "older decision (past memory.decisions_max)")
 _WORD_RE = re.compile(r"\w+")
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
+
+
+def line_tokens(rec: dict) -> int:
+    """What a record's line costs of the block's token budget: the tokens counted at normalize time, or, for
+    a decision shown as one short line, that count scaled to the characters shown (the line's fixed part,
+    its type, age and confidence, counted whole).  Charging a short line for its whole text spent the budget
+    on words the block never shows."""
+    full = int(rec.get("tokens") or 0)
+    n = len(rec.get("text") or "")
+    if not rec.get("_short") or n <= SHORT_CHARS:
+        return full
+    text_tokens = max(full - LINE_OVERHEAD_TOKENS, 0)
+    return min(full, LINE_OVERHEAD_TOKENS + -(-text_tokens * (SHORT_CHARS + 1) // n))
 
 
 def age(ts_epoch: float, now: float) -> str:
@@ -151,7 +164,7 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
             left.append((rec, "same as a line shown"))
             continue
         sec = "resume" if rec.get("_resume") else SECTION_OF.get(rec["type"], "knowledge")
-        cost = int(rec.get("tokens") or 0) + (0 if sec in sections_used else SECTION_TOKENS)
+        cost = line_tokens(rec) + (0 if sec in sections_used else SECTION_TOKENS)
         # pinned records come first in `ordered`, so the caps reach them last
         if len(kept) >= cap["max_records"]:
             left.append((rec, "count cap"))

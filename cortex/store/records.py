@@ -15,6 +15,7 @@ import re
 
 from cortex.store.frontmatter import emit, fast_parse
 from cortex.core.fsutil import atomic_write_text
+from cortex.model.clip import LINE_OVERHEAD_TOKENS
 
 TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix", "progress", "summary")
 # Types other memory tools use, and what Cortex stores them as (docs/records.md, "Types").  Settled rules
@@ -48,7 +49,6 @@ def canonical_type(name) -> str:
 FIELD_ORDER = ("id", "scope", "scope_id", "project", "type", "status", "confidence", "salience", "pinned",
                "priority", "created", "updated", "seen", "used", "tokens", "branch", "files", "plan", "provenance")
 MAX_FRONT_MATTER = 256 * 1024
-LINE_OVERHEAD_TOKENS = 18  # "- [progress, 11mo, 0.90, pinned] Last session: " and the newline (cl100k_base, worst case)
 
 
 class RecordError(Exception):

@@ -328,7 +328,7 @@ def test_caps_hold_on_500_records(big_home, caps):
     assert len(kept) <= cap["max_records"]
     lines = [l for l in text.splitlines() if l.startswith("- [")]
     assert len(lines) == len(kept)
-    budget = (sum(r["tokens"] for r in kept) + render.HEADER_TOKENS + render.FOOTER_TOKENS
+    budget = (sum(render.line_tokens(r) for r in kept) + render.HEADER_TOKENS + render.FOOTER_TOKENS
               + render.SECTION_TOKENS * len(_sections_used(kept)))
     assert budget <= cap["max_tokens"]
     # the caps bind: something was left out for a cap, not everything fits
@@ -416,3 +416,25 @@ def test_near_identical_lines_fold_but_different_facts_do_not():
     e = render.fold_key({"type": "decision", "text": "Keep the willow cache in SQLite because it needs no server"})
     f = render.fold_key({"type": "decision", "text": "Keep the aspen cache in SQLite because it needs no server at all"})
     assert not render.same_line(d, e) and render.same_line(d, f)
+
+
+def test_a_decision_shown_short_is_charged_for_the_short_line():
+    """Past memory.decisions_full a decision gets one short line; the budget pays for that line, not for the
+    whole text it does not show, so more of the older rules fit (thirteen written corpora, stop 28: rules in
+    force in the block 79 -> 98 of 161)."""
+    import copy
+    cfg = copy.deepcopy(config_mod.DEFAULTS)
+    cfg["session_start"].update(max_tokens=1500, max_records=40)
+    now = time.time()
+    text = "Rule %d: " + "the payment retries back off exponentially and stop after five attempts " * 6
+    recs = [{"id": "r%d" % i, "type": "decision", "status": "active", "confidence": 0.9, "text": text % i,
+             "tokens": 100, "times": [now - i * 3600]} for i in range(30)]
+    kept, left = render.select(recs, cfg, now)
+    short = [r for r in kept if r.get("_short")]
+    assert len(kept) - len(short) == cfg["memory"]["decisions_full"]
+    assert len(short) >= 8                      # at 100 tokens each only 3 would fit after the ten whole ones
+    assert all(render.line_tokens(r) < 50 for r in short)
+    assert all(len(render.line_for(r, now)) < render.SHORT_CHARS + 40 for r in short)
+    assert render.line_tokens(kept[0]) == 100   # a line shown whole costs what was counted
+    spent = sum(render.line_tokens(r) for r in kept) + render.HEADER_TOKENS + render.FOOTER_TOKENS
+    assert spent <= cfg["session_start"]["max_tokens"]
