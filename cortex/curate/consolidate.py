@@ -402,7 +402,7 @@ class Consolidator:
                 con.close()
         return sorted(found - {exclude})
 
-    def supersede(self, rec: dict, replacing: list = None) -> list:
+    def supersede(self, rec: dict, replacing: list = None, also=()) -> list:
         """Earlier active decisions this one replaces become superseded (linked both ways):
         - a switch away from X ("switched [the public API] from X to Y", "replaced X with Y", "no longer
           use X", "Y instead of X") retires the earlier decisions that mention X (and, when the switch
@@ -416,7 +416,8 @@ class Consolidator:
           rule must be close enough in wording (`memory.amend_min_similarity`), and one that names another
           function must be worded alike (`memory.link_threshold`).
         Only decisions of the same scope are looked at.  A confirmed change retires `replacing`, what
-        `changed_targets` found for it before it was stored (it is stored only when that finds a rule)."""
+        `changed_targets` found for it before it was stored (it is stored only when that finds a rule); a
+        section of a document retires `also` besides, the earlier statements of that section (`doc_targets`)."""
         if rec["type"] != "decision" or rec.get("status") != "active":
             return []
         if replacing:
@@ -430,7 +431,7 @@ class Consolidator:
             if not mine:
                 mine = self._head_targets(rec)
             mine = sorted(set(mine) | set(self._setting_targets(rec)))
-        retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + mine))
+        retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + mine + list(also)) - {rec["id"]})
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         if retired:
@@ -519,6 +520,25 @@ class Consolidator:
                 continue  # it states the new value too: not the rule the edit contradicts
             out.append(rid)
         return out
+
+    def doc_targets(self, rec: dict, doc: dict) -> list:
+        """The earlier statements of a document section that an edit of it makes stale (ingest/doc_rules.py):
+        active decisions of the scope written from the same document that stand for the same section (their
+        text opens with its heading) or hold a line the edit replaced."""
+        path, head = doc.get("path") or "", doc.get("heading")
+        gone = [x.rstrip(" .;:")[:120] for x in doc.get("removed") or () if len(x.split()) >= 3]
+        lead = "%s (`%s`): " % (head, path) if head else None
+        out = []
+        for rid in self._file_matches(rec, [path]):
+            other = self._earlier(rid, rec)
+            if other is None or rid == rec["id"] or not any(p.get("layer") == "doc" for p in other.get("provenance") or ()):
+                continue
+            if path not in (other.get("files") or ()):
+                continue
+            text = other["text"]
+            if (lead and text.startswith(lead)) or any(g in text for g in gone):
+                out.append(rid)
+        return sorted(out)
 
     def states_edit(self, rec: dict, edit: dict) -> bool:
         """Whether a decision states the value an edit put in, about the edited line's subject."""

@@ -107,6 +107,7 @@ class Candidate:
     since: str = ""               # a record that sums up a session's state: when that state began
     if_replacing: bool = False    # kept only when it replaces an earlier rule (a confirmed change: decisions.py)
     edit: Optional[dict] = None   # a value edited in code (value_edits.py): kept only when it makes a rule stale
+    doc: Optional[dict] = None    # a section of the project's documents (doc_rules.py): what it replaced there
 
 
     def to_store(self, ctx: Context) -> dict:
@@ -648,6 +649,42 @@ def edit_candidates(e: B.Entry, ctx: Context, at: str, asked: str = "") -> list:
     return out
 
 
+DOC = 0.8          # a rule the session wrote into the project's documents
+DOC_SECTIONS = 30  # sections of documents a session's state remembers, the latest
+DOC_LINES = 12     # statement lines one section keeps
+DOC_PER_FILE = 3   # sections of one document a session keeps: past them it is writing the document
+
+
+def doc_candidates(e: B.Entry, ctx: Context, at: str, docs: dict):
+    """A decision candidate for each section of a project document that the edit adds to or changes
+    (doc_rules.py): "Money (`docs/conventions.md`): All amounts are int64 minor units ...".  The session's
+    earlier edits of the same section are part of it (`docs`: "path\nheading" -> lines, returned updated);
+    an edit that shows no heading belongs to the section whose lines it replaces or shows around it."""
+    from cortex.ingest import doc_rules
+    rel = _rel(e.files[0], ctx.cwd).replace("\\", "/") if e.files else ""
+    if not doc_rules.is_doc(rel):
+        return [], docs
+    out, docs = [], dict(docs)
+    for sec in doc_rules.doc_sections(e.args or {}, e.text or "", e.action == B.WRITE):
+        head, removed = sec["heading"], sec["removed"]
+        if head is None:
+            head = next((k.split("\n", 1)[1] for k, v in docs.items() if k.startswith(rel + "\n") and k != rel + "\n"
+                         and any(x in v for x in removed + sec["context"])), None)
+        key = "%s\n%s" % (rel, head or "")
+        if key not in docs and sum(k.startswith(rel + "\n") for k in docs) >= DOC_PER_FILE:
+            continue
+        before = [] if e.action == B.WRITE else [x for x in docs.get(key, []) if x not in removed]
+        lines = (before + [x for x in sec["lines"] if x not in before])[-DOC_LINES:]
+        docs.pop(key, None)
+        docs[key] = lines
+        text = doc_rules.rule_text({"heading": head, "lines": lines}, rel)
+        if text:
+            out.append(Candidate("decision", text, DOC, "doc", e.ref, at, files=[rel],
+                                 key="doc:%s:%s:%s" % (ctx.session, rel, head or ""), replace=True, salience=0.8,
+                                 doc={"path": rel, "heading": head, "removed": removed}))
+    return out, dict(list(docs.items())[-DOC_SECTIONS:])
+
+
 def _redact_tree(obj, redact):
     if isinstance(obj, str):
         return redact.clean(obj)[0]
@@ -698,6 +735,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     told_before = (st.get("goal"), st.get("outcome"))
     prompts = list(st.get("prompts") or [])
     last_at = st["last_at"]
+    docs = dict(st.get("docs") or {})
     from cortex.ingest import decisions as D
     dstate = dict(D.initial_state(), **(st.get("decisions") or {}))
     new_activity = False
@@ -793,6 +831,9 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
             if e.action in (B.EDIT, B.WRITE) and not e.sidechain and dstate.get("settle"):
                 from cortex.ingest import settle as S
                 dstate = dict(dstate, settle=S.edited(dstate["settle"]))
+            if e.action in (B.EDIT, B.WRITE) and not e.sidechain:
+                found, docs = doc_candidates(e, ctx, at, docs)
+                out.extend(found)
             if e.action == B.EDIT and not e.sidechain:
                 out.extend(edit_candidates(e, ctx, at, (st.get("last_prompt") or {}).get("text") or ""))
             if e.action in (B.EDIT, B.WRITE):
@@ -888,6 +929,8 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     if st.get("plan"):
         st["plan"] = dict(st["plan"], items=[dict(i, text=redact.clean(i["text"])[0]) for i in st["plan"]["items"]])
     st["decisions"] = _redact_tree(st["decisions"], redact)
+    if docs:  # only when there are some: other sessions' cursors stay as they were
+        st["docs"] = {redact.clean(k)[0]: [redact.clean(x)[0] for x in v] for k, v in docs.items()}
     st["open_shell"] = {k: redact.clean(v)[0] for k, v in st["open_shell"].items()}
     if failed_calls:  # only when there are some: other sessions' cursors stay as they were
         st["failed_calls"] = [dict(f, cmd=redact.clean(f["cmd"])[0], err=redact.clean(f["err"])[0],

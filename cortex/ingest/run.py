@@ -618,7 +618,8 @@ class Run:
             self.cons.written(rec)
             if related:
                 self.cons.link_back(rec)
-            if self.cons.supersede(rec, replacing=replacing):
+            also = self.cons.doc_targets(rec, c.doc) if c.doc else ()
+            if self.cons.supersede(rec, replacing=replacing, also=also):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
             if rec["type"] == "plan":
                 from cortex.curate import plans
