@@ -130,6 +130,12 @@ ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+
                     r"\bshould\s+I\s+(?:go\s+ahead|proceed)|\bwant\s+me\s+to\s+(?:go\s+ahead|proceed)|\bwork\s+for\s+you|"
                     r"\byour\s+call|\bwhich\s+(?:one\s+|option\s+)?(?:do\s+you\s+(?:prefer|want)|would\s+you\s+(?:prefer|like|pick)))"
                     r"\s*\??\s*$", re.I)
+# an offer to do work whose object is a pronoun ("Want me to do it?", "want me to make that change in the same
+# PR?"): it asks about what the turn said before it, which is the proposal
+VAGUE_OFFER_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|and)\W+)?(?:(?:do\s+you\s+)?want|would\s+you\s+like|shall\s+I|should\s+I)"
+                            r"\s+(?:me\s+to\s+)?(?:\w+\s+){0,2}?(?:it|that|this|those|these|them)\b"
+                            r"(?!\s+(?:to|with|into|as|for|from|via|using|on|instead|over|by)\b)(?:\s+[\w-]+){0,6}"
+                            r"\s*[?.]?$", re.I)
 NARRATION_RE = re.compile(r"^(?:(?:now|first|next|then|ok(?:ay)?|great|alright),?\s+)?(?:let\s+me|I'?ll|I\s+will|I'?m\s+"
                           r"going\s+to|I\s+am\s+going\s+to|I'?m)\s+(?:now\s+|first\s+)?(?:read|check|look|run|open|"
                           r"search|grep|inspect|start|examine|review|see|find|view|list|explore|investigate|try|"
@@ -566,7 +572,7 @@ def _proposal(prose: str, tidied: list):
     picked, asked = [], False
     for i, s in enumerate(sents):
         # the cheap tests first: most sentences are long and propose nothing
-        if len(ASK_TAIL_RE.sub("", s).split()) <= 8 and ASK_RE.search(s):
+        if len(ASK_TAIL_RE.sub("", s).split()) <= 8 and ASK_RE.search(s) or VAGUE_OFFER_RE.match(s):
             asked = True
             if not picked:  # "Sound good?" after the proposal itself: the prose before it
                 before = [p for p in sents[max(0, i - 2):i] if not NARRATION_RE.search(p) and not p.endswith("?")
@@ -622,10 +628,13 @@ def _statement(proposal: str) -> str:
     """A proposal as a statement: "Should we make X do Y?" -> "Make X do Y"."""
     out = []
     for s in _sentences(proposal):
-        if ASK_RE.search(s) and len(s.split()) <= 8:
+        if ASK_RE.search(s) and len(s.split()) <= 8 or VAGUE_OFFER_RE.match(s):
             continue
         s = re.sub(r"^(?:\*\*)?alternative(?:\*\*)?\s*:\s*", "", s, flags=re.I)
         s = LEAD_RE.sub("", FIRM_RE.sub("", s, count=1), count=1).strip()
+        # "Want me to switch it to pinned versions?" -> "Switch it to pinned versions"
+        s = re.sub(r"^(?:(?:do\s+you\s+)?want|would\s+you\s+like)\s+me\s+to\s+|^(?:shall|should)\s+I\s+", "", s,
+                   flags=re.I)
         # "For `x()` I'd retry 3 times" -> "For `x()`: retry 3 times"
         s = re.sub(r"^((?:for|in|on|with)\s+[^,]{1,60}?),?\s+(?:I'?d|we'?d|I\s+would|we\s+should|I\s+(?:suggest|propose|"
                    r"recommend)(?:\s+(?:that\s+)?we)?)\s+", r"\1: ", s, count=1, flags=re.I)

@@ -263,3 +263,22 @@ def test_agreeing_after_the_assistant_says_why_not_turns_the_users_alternative_d
                                    "Not sure yet, let me ask Dana."])
 def test_not_agreeing_turns_nothing_down(reply):
     assert _decisions(_run(_ASKED_WHY_NOT + [("user", reply)]), "rejected") == []
+
+
+@pytest.mark.parametrize("offer", ["Want me to do it?", "Want me to make that change in the same PR?",
+                                   "Shall I do that now?"])
+def test_an_offer_of_it_agrees_to_what_the_turn_said_before(offer):
+    """"Want me to do it?" names no choice: the yes takes up the sentences before it, where the turn said what
+    to do (stop 28: 38 decisions on the written corpora were such offers, "For `X-Elastic-Product`: Want me to
+    do it.")."""
+    out = _run([("assistant", "The official PHP client refuses any server that is not Elasticsearch. I'd replace it "
+                              "with `opensearch-php`, used directly without Scout. " + offer),
+                ("user", "yes")])
+    [d] = _decisions(out)
+    assert "opensearch-php" in d and "want me" not in d.lower() and "shall i" not in d.lower(), out
+
+
+def test_an_offer_that_names_its_change_is_the_proposal():
+    out = _run([("assistant", "The lockfile drifts on every install. Want me to switch it to pinned versions?"),
+                ("user", "yes")])
+    assert _decisions(out) == ["Switch it to pinned versions."], out
