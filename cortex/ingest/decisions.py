@@ -131,7 +131,7 @@ ASK_RE = re.compile(r"(?:\bsounds?\s+(?:good|ok|okay|right|reasonable)|\bdoes\s+
                     r"\byour\s+call|\bwhich\s+(?:one\s+|option\s+)?(?:do\s+you\s+(?:prefer|want)|would\s+you\s+(?:prefer|like|pick)))"
                     r"\s*\??\s*$", re.I)
 # an offer to do work whose object is a pronoun ("Want me to do it?", "want me to make that change in the same
-# PR?"): it asks about what the turn said before it, which is the proposal
+# PR?"): it asks about the turn's proposal, when the turn made one; it proposes nothing itself
 VAGUE_OFFER_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|and)\W+)?(?:(?:do\s+you\s+)?want|would\s+you\s+like|shall\s+I|should\s+I)"
                             r"\s+(?:me\s+to\s+)?(?:\w+\s+){0,2}?(?:it|that|this|those|these|them)\b"
                             r"(?!\s+(?:to|with|into|as|for|from|via|using|on|instead|over|by)\b)(?:\s+[\w-]+){0,6}"
@@ -572,7 +572,12 @@ def _proposal(prose: str, tidied: list):
     picked, asked = [], False
     for i, s in enumerate(sents):
         # the cheap tests first: most sentences are long and propose nothing
-        if len(ASK_TAIL_RE.sub("", s).split()) <= 8 and ASK_RE.search(s) or VAGUE_OFFER_RE.match(s):
+        if VAGUE_OFFER_RE.match(s):
+            # "Want me to do it?" asks about the proposal the turn made, if it made one; the sentences before it
+            # are not one by being before it (narration: "The dashboard is `npm run dev` in `opsboard/`.")
+            asked = True
+            continue
+        if len(ASK_TAIL_RE.sub("", s).split()) <= 8 and ASK_RE.search(s):
             asked = True
             if not picked:  # "Sound good?" after the proposal itself: the prose before it
                 before = [p for p in sents[max(0, i - 2):i] if not NARRATION_RE.search(p) and not p.endswith("?")

@@ -267,10 +267,9 @@ def test_not_agreeing_turns_nothing_down(reply):
 
 @pytest.mark.parametrize("offer", ["Want me to do it?", "Want me to make that change in the same PR?",
                                    "Shall I do that now?"])
-def test_an_offer_of_it_agrees_to_what_the_turn_said_before(offer):
-    """"Want me to do it?" names no choice: the yes takes up the sentences before it, where the turn said what
-    to do (stop 28: 38 decisions on the written corpora were such offers, "For `X-Elastic-Product`: Want me to
-    do it.")."""
+def test_an_offer_of_it_agrees_to_the_proposal_the_turn_made(offer):
+    """"Want me to do it?" names no choice: the yes takes up the turn's proposal, not the offer (on the written
+    corpora such offers were kept as decisions: "For `X-Elastic-Product`: Want me to do it.")."""
     out = _run([("assistant", "The official PHP client refuses any server that is not Elasticsearch. I'd replace it "
                               "with `opensearch-php`, used directly without Scout. " + offer),
                 ("user", "yes")])
@@ -282,3 +281,10 @@ def test_an_offer_that_names_its_change_is_the_proposal():
     out = _run([("assistant", "The lockfile drifts on every install. Want me to switch it to pinned versions?"),
                 ("user", "yes")])
     assert _decisions(out) == ["Switch it to pinned versions."], out
+
+
+def test_an_offer_of_it_after_narration_proposes_nothing():
+    out = _run([("assistant", "The dashboard is `npm install && npm run dev` in `opsboard/`, and it proxies `/api` to "
+                              "the services. I only touched `settings.gradle.kts`. Want me to do it?"),
+                ("user", "yes")])
+    assert _decisions(out) == [], out
