@@ -60,6 +60,21 @@ AMEND_RE = re.compile(
 BACK_TO_RE = re.compile(r"\b(?:(?:go(?:es|ing)?|went|switch(?:ed|ing)?|mov(?:e|ed|ing))\s+back\s+to|^back\s+to|"
                         r"revert(?:s|ed|ing)?\s+(?:[\w`.-]+\s+){0,4}?to)\s+(?:the\s+)?(?P<x>`[^`]{2,60}`|[\w.+#-]{3,40})",
                         re.I | re.M)
+# a rule that says which value it replaced: "(was 12 hours)", "— was 24", "up from 4", "shortened from 15",
+# "from 3 hours to 90 minutes", "instead of 14"
+_QTY = r"(\d+(?:[.:]\d+)?)\s*-?\s*(%|[A-Za-z]+)?"
+WAS_VALUE_RE = re.compile(r"\(\s*was\s+" + _QTY + r"|[—–-]\s*was\s+" + _QTY + r"|\bwas\s+previously\s+" + _QTY +
+                          r"|\b(?:up|down|raised|lowered|increased|reduced|shortened|extended|changed|moved|bumped|cut)"
+                          r"\s+from\s+" + _QTY + r"|\bfrom\s+" + _QTY + r"\s+to\s+\d|\binstead\s+of\s+(?:the\s+)?" + _QTY,
+                          re.I)
+QTY_RE = re.compile(r"(?<![\w.])" + _QTY)
+UNIT_OF = dict([(u, "s") for u in ("s", "sec", "secs", "second", "seconds")] +
+               [(u, "min") for u in ("m", "min", "mins", "minute", "minutes")] +
+               [(u, "h") for u in ("h", "hr", "hrs", "hour", "hours")] + [(u, "d") for u in ("d", "day", "days")] +
+               [(u, "w") for u in ("w", "week", "weeks")] + [(u, "mo") for u in ("month", "months")] +
+               [(u, "y") for u in ("y", "year", "years")] + [(u, "%") for u in ("%", "percent")] +
+               [(u, u) for u in ("ms", "kb", "mb", "gb", "tb", "rps", "rpm", "hz")])
+WAS_MIN_SHARED = 3  # words besides units and the value a rule shares with the one that says it replaced its value
 STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
 WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
 # a number, also one a unit follows in code ("2.minutes", "60.days", "3.seconds")
@@ -157,6 +172,29 @@ def sets_otherwise(key: str, value: str, text: str) -> bool:
     said = re.match(r"\d+(?:\.\d+)?", value).group(0) if kind[0] == "number" else value
     stated = set(kind[1].findall(text))
     return bool(stated) and said not in stated
+
+
+def replaced_values(text: str) -> list:
+    """[(number, unit)] a rule says it replaced ("now 8 hours ..., up from 4" -> [("4", "h")]): a bare number
+    takes the unit of the value stated just before it; the unit is "" when there is none."""
+    out = []
+    for m in WAS_VALUE_RE.finditer(text):
+        g = m.groups()
+        num, unit = next((g[i], g[i + 1]) for i in range(0, len(g), 2) if g[i])
+        unit = UNIT_OF.get((unit or "").lower(), "")
+        if not unit:
+            before = [UNIT_OF.get((u or "").lower(), "") for _, u in QTY_RE.findall(text[:m.start()])]
+            unit = next((u for u in reversed(before) if u), "")
+        out.append((num, unit))
+    return out
+
+
+def states_value(text: str, num: str, unit: str) -> bool:
+    """Whether a text states `num` in `unit` ("12 hours", "12h"; any number when the unit is "")."""
+    for m in re.finditer(r"(?<![\w.])%s(?![\d.:]\d)\s*-?\s*(%%|[A-Za-z]+)?" % re.escape(num), text):
+        if not unit or UNIT_OF.get((m.group(1) or "").lower(), "") == unit:
+            return True
+    return False
 
 
 def dice(a: frozenset, b: frozenset) -> float:
@@ -431,7 +469,8 @@ class Consolidator:
             if not mine:
                 mine = self._head_targets(rec)
             mine = sorted(set(mine) | set(self._setting_targets(rec)))
-        retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + mine + list(also)) - {rec["id"]})
+        retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + self._was_targets(rec) + mine +
+                             list(also)) - {rec["id"]})
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         if retired:
@@ -705,6 +744,27 @@ class Consolidator:
                 if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
                     continue
                 if sets_otherwise(key, value, other["text"]):
+                    found.add(rid)
+        return sorted(found)
+
+    def _was_targets(self, rec) -> list:
+        """Earlier rules of another session that state the value this one says it replaced ("Admin sessions now
+        end 8 hours after login — was 12 hours" retires "... Absolute lifetime 12 hours, no sliding renewal"):
+        the number in the same unit, and at least WAS_MIN_SHARED other words in common."""
+        olds = replaced_values(rec["text"])
+        if not olds:
+            return []
+        sessions = set(record_sessions(rec))
+        mine = terms(rec["text"]) - UNIT_TERMS
+        found = set()
+        for num, unit in olds:
+            for rid in self._subject_matches(rec["scope_id"], "decision", terms(num), rec["id"]):
+                other = self._earlier(rid, rec)
+                if other is None or rid == rec["id"] or sessions & set(record_sessions(other)):
+                    continue
+                if not states_value(other["text"], num, unit):
+                    continue
+                if len(mine & (terms(other["text"]) - UNIT_TERMS) - terms(num)) >= WAS_MIN_SHARED:
                     found.add(rid)
         return sorted(found)
 

@@ -175,3 +175,44 @@ def test_a_pronoun_reported_gone_retires_nothing(env):
             "The nightly e2e job stays on the macOS runner; it is gone from the merge checks.",
             path=".github/workflows/e2e.yml")
     assert status(env[0], "debug build") == "active"
+
+
+# -- a rule that says which value it replaced ----------------------------------------------------------
+
+def tagged(env, sid, days, text):
+    home, project, root = env
+    c = testkit.Chat(root, project, sid, T0 + days * 86400)
+    c.user("ok, note it down")
+    c.say("[MEMORY: decision] " + text)
+    c.stop(home, run=True)
+
+
+@pytest.mark.parametrize("text, olds", [
+    ("Admin sessions now end 8 hours after login (absolute, no sliding) — was 12 hours", [("12", "h")]),
+    ("cookie lifetime is now 8 hours (`VIDEO_COOKIE_TTL_SECONDS = 8 * 3600`), up from 4", [("4", "h")]),
+    ("Idle sessions end after 10 minutes (shortened from 15 after the pen test)", [("15", "min")]),
+    ("the pos sensor timeout goes from 3 hours to 90 minutes", [("3", "h")]),
+    ("`needs_attention` is now set at day 30 instead of 14.", [("14", "")]),
+    ("Admin sessions end 8 hours after login.", []),
+])
+def test_the_value_a_rule_says_it_replaced(text, olds):
+    assert C.replaced_values(text) == olds
+
+
+def test_a_rule_that_says_it_replaced_a_value_retires_the_rule_that_states_it(env):
+    home = env[0]
+    tagged(env, "s-admin", 0, "Admin auth uses server-side sessions: absolute lifetime 12 hours after login, "
+                              "no sliding renewal.")
+    tagged(env, "s-backup", 1, "Nightly database backups stay 12 hours on the local disk before the upload.")
+    tagged(env, "s-admin-2", 20, "Admin sessions now end 8 hours after login, still absolute — was 12 hours.")
+    assert status(home, "absolute lifetime 12 hours") == "superseded"
+    assert status(home, "Nightly database backups") == "active"     # another subject, the same value
+    assert status(home, "8 hours after login") == "active"
+
+
+def test_a_rule_stating_the_old_value_in_another_unit_stays(env):
+    home = env[0]
+    tagged(env, "s-admin", 0, "Admin auth uses server-side sessions: absolute lifetime 12 days after login, "
+                              "no sliding renewal.")
+    tagged(env, "s-admin-2", 20, "Admin sessions now end 8 hours after login, still absolute — was 12 hours.")
+    assert status(home, "absolute lifetime 12 days") == "active"
