@@ -14,7 +14,7 @@ import time
 
 from cortex.core import config as config_mod
 from cortex.inbox import maildir as inbox
-from cortex.core.fsutil import atomic_write_text
+from cortex.core.fsutil import atomic_write_text, folder_sync_batch
 from cortex.core.home import Home
 from cortex.core.lock import Busy, RunLock, holding
 from cortex.inbox.cursors import Cursors, cursors_text  # noqa: F401  (cursors_text: Run.save_cursors)
@@ -456,8 +456,9 @@ class Run:
             ctx = self.context(adapter, payload, last, src, res, cur)
             with remembered():  # the window's prompts and replies are cleaned for extract and the episode
                 cands, state = extract(res.entries, ctx, cur.get("state"))
-                self.store_candidates(cands, ctx)
-                ep = self.episode(ctx, res, wstart, adapter.client, None if res.restarted else cur.get("ep"))
+                with folder_sync_batch():  # its folders synced once, before the cursor says they are written
+                    self.store_candidates(cands, ctx)
+                    ep = self.episode(ctx, res, wstart, adapter.client, None if res.restarted else cur.get("ep"))
             ep = ep if ep is not None else (None if res.restarted else cur.get("ep"))
             wstart = res.cursor
             from cortex.model.redact import clean
@@ -500,7 +501,8 @@ class Run:
             for cres in adapter.windows(comp, coff, **limits):
                 ccands, cstate = extract(cres.entries, cctx, ccur.get("state"))
                 ccands = [c for c in ccands if c.type not in ("progress", "plan")]
-                self.store_candidates(ccands, ctx)
+                with folder_sync_batch():
+                    self.store_candidates(ccands, ctx)
                 ccur = {"offset": cres.cursor, "client": adapter.client, "session": ctx.session,
                         "state": cstate, "companion_of": key, "fp": fingerprint(comp, cres.cursor)}
                 self.index_changes()
