@@ -649,7 +649,7 @@ def edit_candidates(e: B.Entry, ctx: Context, at: str, asked: str = "") -> list:
     return out
 
 
-DOC = 0.8          # a rule the session wrote into the project's documents
+DOC = 0.9          # a rule the session wrote into the project's documents: as firm as an agreed proposal
 DOC_SECTIONS = 30  # sections of documents a session's state remembers, the latest
 DOC_LINES = 12     # statement lines one section keeps
 DOC_PER_FILE = 3   # sections of one document a session keeps: past them it is writing the document
