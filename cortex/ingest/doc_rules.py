@@ -154,6 +154,8 @@ def doc_sections(args: dict, text: str = "", write: bool = False) -> list:
         a, b = old.splitlines(), new.splitlines()
         if len(a) > MAX_LINES or len(b) > MAX_LINES or not b:
             continue
+        if not old and sum(1 for ln in b if HEADING_RE.match(ln)) > MAX_SECTIONS + 1:
+            return []  # a whole document written at once, past its title and three sections: not read line by line
         added, removed = set(), set()
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
             if tag in ("replace", "insert"):
