@@ -133,6 +133,22 @@ def _touched(units: list, idx: set) -> list:
     return [u for u in units if any(i in idx for i in range(u[0], u[1] + 1))]
 
 
+PATCH_FILE_RE = re.compile(r"(?m)^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$")
+
+
+def patch_files(args: dict, text: str = "") -> list:
+    """[(path, the patch of that file alone)] of a Codex patch that changes several files; [] for any other
+    edit (one file: the call's own)."""
+    patch = args.get("input") if isinstance(args, dict) and isinstance(args.get("input"), str) else text
+    if not patch or "*** Begin Patch" not in patch:
+        return []
+    heads = list(PATCH_FILE_RE.finditer(patch))
+    if len(heads) < 2:
+        return []
+    return [(m.group(1), "*** Begin Patch\n" + patch[m.start():heads[i + 1].start() if i + 1 < len(heads) else len(patch)])
+            for i, m in enumerate(heads)]
+
+
 def doc_sections(args: dict, text: str = "", write: bool = False) -> list:
     """[{"heading": str or None, "lines": [statement lines added], "removed": [statement lines replaced],
     "context": [statement lines the edit shows unchanged]}] of one edit or write of a document: the lines it

@@ -661,6 +661,14 @@ def doc_candidates(e: B.Entry, ctx: Context, at: str, docs: dict):
     earlier edits of the same section are part of it (`docs`: "path\nheading" -> lines, returned updated);
     an edit that shows no heading belongs to the section whose lines it replaces or shows around it."""
     from cortex.ingest import doc_rules
+    parts = doc_rules.patch_files(e.args or {}, e.text or "")  # a Codex patch of several files: each alone
+    if parts:
+        out = []
+        for path, patch in parts:
+            found, docs = doc_candidates(B.Entry(kind=e.kind, ref=e.ref, action=e.action, args={"input": patch},
+                                                 files=(path,)), ctx, at, docs)
+            out.extend(found)
+        return out, docs
     rel = _rel(e.files[0], ctx.cwd).replace("\\", "/") if e.files else ""
     if not doc_rules.is_doc(rel):
         return [], docs

@@ -191,3 +191,31 @@ def test_a_secret_written_into_a_document_never_reaches_the_record(env):
         for n in names:
             with open(os.path.join(root, n), "rb") as f:
                 assert key.encode() not in f.read(), os.path.join(root, n)
+
+
+def test_a_codex_patch_of_several_files_reads_each_document_alone():
+    patch = ("*** Begin Patch\n*** Update File: src/deploy.py\n@@\n-WINDOW = ('mon', 'fri')\n+WINDOW = ('mon', 'thu')\n"
+             "*** Update File: docs/deploy.md\n@@\n-- Production deploys run Monday to Friday before 16:00.\n"
+             "+- Production deploys run Monday to Thursday, never on Fridays.\n*** End Patch")
+    parts = R.patch_files({"input": patch})
+    assert [p for p, _ in parts] == ["src/deploy.py", "docs/deploy.md"]
+    [sec] = R.doc_sections({"input": parts[1][1]})
+    assert sec["lines"] == ["Production deploys run Monday to Thursday, never on Fridays."]
+    assert R.patch_files({"input": "*** Begin Patch\n*** Update File: docs/a.md\n@@\n-x\n+y\n*** End Patch"}) == []
+
+
+def test_a_codex_patch_keeps_the_document_it_changes_and_not_the_code_beside_it(env):
+    home, project, root = env
+    from cortex.ingest.adapters import base as B
+    from cortex.ingest.extract import Context, doc_candidates
+    patch = ("*** Begin Patch\n*** Update File: src/deploy.py\n@@\n-# deploys run any weekday before 16:00 on the cluster\n"
+             "+# deploys run Monday to Thursday only, never on a Friday\n"
+             "*** Update File: docs/deploy.md\n@@\n-- Production deploys run Monday to Friday before 16:00.\n"
+             "+- Production deploys run Monday to Thursday, never on Fridays.\n*** End Patch")
+    e = B.Entry(kind=B.TOOL_CALL, ref="L9", action=B.EDIT, args={"input": patch},
+                files=(os.path.join(project, "src", "deploy.py"), os.path.join(project, "docs", "deploy.md")))
+    ctx = Context(project="p", domain="d", client="codex", session="s", transcript="t", fallback_time="2026-01-01T00:00:00Z",
+                  branch=None, max_chars=600, cwd=project)
+    found, docs = doc_candidates(e, ctx, "2026-01-01T00:00:00Z", {})
+    assert [c.text for c in found] == ["`docs/deploy.md`: Production deploys run Monday to Thursday, never on Fridays."]
+    assert found[0].files == ["docs/deploy.md"]
