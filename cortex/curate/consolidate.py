@@ -74,6 +74,7 @@ UNIT_OF = dict([(u, "s") for u in ("s", "sec", "secs", "second", "seconds")] +
                [(u, "w") for u in ("w", "week", "weeks")] + [(u, "mo") for u in ("month", "months")] +
                [(u, "y") for u in ("y", "year", "years")] + [(u, "%") for u in ("%", "percent")] +
                [(u, u) for u in ("ms", "kb", "mb", "gb", "tb", "rps", "rpm", "hz")])
+DOC_TWIN_DICE = 0.45  # a session's own statement of the rule it wrote into a document: folded into the section
 WAS_MIN_SHARED = 3  # words besides units and the value a rule shares with the one that says it replaced its value
 STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
 WEAK_AMEND_RE = re.compile(r"\b(?:no\s+longer|from\s+now\s+on|going\s+forward)\b", re.I)
@@ -578,6 +579,42 @@ class Consolidator:
             if (lead and text.startswith(lead)) or any(g in text for g in gone):
                 out.append(rid)
         return sorted(out)
+
+    def doc_twins(self, rec: dict) -> list:
+        """The session's decisions that state what a document section of the same session states (Dice of
+        their index terms at least DOC_TWIN_DICE): the chat's "All money is integer pence — `IntegerField`s
+        named `*_pence` ..." beside "Money (`CONTRIBUTING.md`): All money is integer pence ...".  Two lines of
+        one rule in the block spend its budget twice; the section is the team's own wording, so the other is
+        folded into it (`fold_twin`).  Either may come first; only records written in this run are looked at."""
+        if rec.get("type") != "decision" or rec.get("status") != "active":
+            return []
+        mine_doc = any(p.get("layer") == "doc" for p in rec.get("provenance") or ())
+        sessions = set(record_sessions(rec))
+        toks = record_terms("decision", rec["text"], rec.get("files"))
+        out = []
+        for rid, other_t in self.fresh.get((rec["scope_id"], "decision"), {}).items():
+            if rid == rec["id"] or dice(toks, other_t) < DOC_TWIN_DICE:
+                continue
+            other = self.store.get(rid)
+            if other is None or other.get("status") != "active" or not sessions & set(record_sessions(other)):
+                continue
+            other_doc = any(p.get("layer") == "doc" for p in other.get("provenance") or ())
+            if mine_doc != other_doc:
+                out.append(rid)
+        return sorted(out)
+
+    def fold_twin(self, rec: dict, twins: list) -> list:
+        """Fold the chat's statement into the document section (see `doc_twins`): it is superseded by the
+        section, which stays.  Returns the ids folded."""
+        mine_doc = any(p.get("layer") == "doc" for p in rec.get("provenance") or ())
+        folded = []
+        for rid in twins:
+            keep, gone = (rec["id"], rid) if mine_doc else (rid, rec["id"])
+            self.store.update(gone, lambda r, k=keep: _merged(r, k))
+            folded.append(gone)
+            if not mine_doc:
+                break  # this record is the one folded
+        return folded
 
     def states_edit(self, rec: dict, edit: dict) -> bool:
         """Whether a decision states the value an edit put in, about the edited line's subject."""

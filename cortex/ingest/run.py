@@ -623,6 +623,9 @@ class Run:
             also = self.cons.doc_targets(rec, c.doc) if c.doc else ()
             if self.cons.supersede(rec, replacing=replacing, also=also):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
+            twins = self.cons.doc_twins(rec)
+            if twins:
+                self.cons.fold_twin(rec, twins)
             if rec["type"] == "plan":
                 from cortex.curate import plans
                 plans.settle(self.cons, self.store, rec)

@@ -219,3 +219,31 @@ def test_a_codex_patch_keeps_the_document_it_changes_and_not_the_code_beside_it(
     found, docs = doc_candidates(e, ctx, "2026-01-01T00:00:00Z", {})
     assert [c.text for c in found] == ["`docs/deploy.md`: Production deploys run Monday to Thursday, never on Fridays."]
     assert found[0].files == ["docs/deploy.md"]
+
+
+def test_the_chats_own_statement_of_a_rule_it_wrote_down_is_folded_into_the_section(env):
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-twin", T0)
+    c.user("all money is integer pence, IntegerFields named *_pence, never float or Decimal money. write it down")
+    c.say("[MEMORY: decision] All money is integer pence: `IntegerField`s named `*_pence`, never float or Decimal "
+          "money, VAT rounded half-up per line.")
+    c.tool("Edit", file_path=os.path.join(project, "CONTRIBUTING.md"), old_string="## Tests", new_string=
+           "## Money\n- All money is integer pence: `IntegerField`s named `*_pence`, never float or Decimal money.\n"
+           "- VAT is rounded half-up per line.\n\n## Tests")
+    c.say("Done.")
+    c.stop(home, run=True)
+    active = [r for r in decisions(home) if r["status"] == "active"]
+    assert [r["text"][:25] for r in active] == ["Money (`CONTRIBUTING.md`)"], [r["text"] for r in decisions(home)]
+    [folded] = [r for r in decisions(home) if r["status"] != "active"]
+    assert folded["merged_into"] == active[0]["id"]
+
+
+def test_a_statement_of_another_rule_in_the_same_session_stays(env):
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-two", T0)
+    c.user("ok")
+    c.say("[MEMORY: decision] Retry a failed capture 3 times with backoff 1, 10 and 60 minutes.")
+    c.tool("Edit", file_path=os.path.join(project, "CONTRIBUTING.md"), old_string="## Tests", new_string=
+           "## Money\n- All money is integer pence: `IntegerField`s named `*_pence`, never float money.\n\n## Tests")
+    c.stop(home, run=True)
+    assert sorted(r["status"] for r in decisions(home)) == ["active", "active"]
