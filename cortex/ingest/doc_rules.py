@@ -201,6 +201,16 @@ def doc_sections(args: dict, text: str = "", write: bool = False) -> list:
     return out if len(out) <= MAX_SECTIONS else []
 
 
+def carried_lines(text: str, removed: list) -> list:
+    """The statement lines of an earlier section record (`rule_text`'s output) that an edit did not replace:
+    they still hold, so the section's new record carries them."""
+    body = re.split(r"`\): |^`[^`]+`: ", text, maxsplit=1)
+    lines = [x.strip() for x in (body[-1] if len(body) > 1 else "").rstrip(".").split("; ") if x.strip()]
+    gone = [r.rstrip(" .;:")[:60].lower() for r in removed or () if r.strip()]
+    return [x for x in lines if not any(x[:60].lower().startswith(g[:len(x[:60])]) or
+                                        x.lower().startswith(g) for g in gone)]
+
+
 def rule_text(section: dict, rel: str) -> str:
     """The statement a section keeps: "Money (`docs/conventions.md`): All amounts are ...; DB columns: ...".
     Cut at a line so that no statement ends mid-word."""

@@ -607,6 +607,22 @@ class Run:
                 replacing = self.cons.changed_targets(dict(cand, created=cand["provenance"]["at"], status="active"))
                 if not replacing:
                     continue  # a change to something no rule in memory says: the progress note and episode have it
+            doc_stale = ()
+            if c.doc is not None:
+                # the section's earlier record (another session) is replaced; the lines this edit did not
+                # replace still hold, so the new record carries them
+                from cortex.ingest import doc_rules
+                doc_stale = self.cons.doc_targets(dict(cand, id=None, created=cand["provenance"]["at"],
+                                                       status="active"), c.doc)
+                from cortex.store.index import record_sessions
+                earlier = [self.store.get(rid) or {} for rid in doc_stale]
+                carried = [x for r in earlier if ctx.session not in record_sessions(r)
+                           for x in doc_rules.carried_lines(r.get("text") or "", c.doc.get("removed"))]
+                if carried:
+                    mine = doc_rules.carried_lines(cand["text"], ())
+                    lines = [x for x in carried if x not in mine] + mine
+                    cand["text"] = doc_rules.rule_text({"heading": c.doc.get("heading"), "lines": lines},
+                                                       c.doc["path"]) or cand["text"]
             into, related = self.cons.place(cand)
             if related:
                 cand["related"] = related
@@ -620,8 +636,7 @@ class Run:
             self.cons.written(rec)
             if related:
                 self.cons.link_back(rec)
-            also = self.cons.doc_targets(rec, c.doc) if c.doc else ()
-            if self.cons.supersede(rec, replacing=replacing, also=also):
+            if self.cons.supersede(rec, replacing=replacing, also=doc_stale):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
             twins = self.cons.doc_twins(rec)
             if twins:

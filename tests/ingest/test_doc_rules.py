@@ -247,3 +247,30 @@ def test_a_statement_of_another_rule_in_the_same_session_stays(env):
            "## Money\n- All money is integer pence: `IntegerField`s named `*_pence`, never float money.\n\n## Tests")
     c.stop(home, run=True)
     assert sorted(r["status"] for r in decisions(home)) == ["active", "active"]
+
+
+def test_a_later_edit_of_a_section_keeps_the_lines_it_did_not_change(env):
+    """A section's record is replaced by the later one, which carries the lines the later edit left alone:
+    adding a rule or changing one must not drop the others from what is in force."""
+    home = env[0]
+    session(env, "s-1", 0, ("Edit", "docs/conventions.md", {"old_string": "## Errors", "new_string": MONEY}))
+    session(env, "s-2", 10, ("Edit", "docs/conventions.md", {
+        "old_string": "- Never float64, never NUMERIC, no decimal library.",
+        "new_string": "- Never float64, never NUMERIC, no decimal library.\n"
+                      "- Rounding only through `Money.MulRate`, half to even."}))
+    def in_force():
+        return " | ".join(r["text"] for r in decisions(home) if r["status"] == "active")
+    for words in ("int64 minor units", "Never float64", "Money.MulRate"):  # an added line replaces nothing
+        assert words in in_force(), in_force()
+    session(env, "s-3", 20, ("Edit", "docs/conventions.md", {
+        "old_string": "- Never float64, never NUMERIC, no decimal library.",
+        "new_string": "- Never float64; NUMERIC(20,0) only in reporting views."}))
+    for words in ("NUMERIC(20,0)", "int64 minor units", "Money.MulRate"):
+        assert words in in_force(), in_force()
+    assert "no decimal library" not in in_force()
+
+
+def test_carried_lines_leave_out_the_replaced_ones():
+    text = "Money (`docs/conventions.md`): All amounts are int64; Never float64, never NUMERIC; Round half to even."
+    assert R.carried_lines(text, ["Never float64, never NUMERIC."]) == ["All amounts are int64", "Round half to even"]
+    assert R.carried_lines("`README.md`: Idle sessions end after 15 minutes.", []) == ["Idle sessions end after 15 minutes"]
