@@ -5,7 +5,7 @@ A team that settles a rule often asks for it to be written down ("this is the ru
 somewhere"), and the assistant puts it in `docs/conventions.md`, `CONTRIBUTING.md`, a runbook or the README.
 The chat around it may say it in a dozen loose turns; the document says it once, in the words the team chose
 to keep.  A later change to the rule edits the same lines ("s-maxage=300" -> "s-maxage=1800"), which is what
-tells the normalizer the earlier statement is stale (curate/consolidate.py `_doc_targets`).
+tells the normalizer the earlier statement is stale (curate/consolidate.py `doc_targets`).
 
 Pure functions over a tool call's arguments as the client recorded them (Claude Code Edit / MultiEdit /
 Write, Gemini replace / write_file, Codex apply_patch).
@@ -13,7 +13,7 @@ Write, Gemini replace / write_file, Codex apply_patch).
 import difflib
 import re
 
-from cortex.ingest.value_edits import edit_pairs
+from cortex.ingest.value_edits import TEST_PATH_RE, edit_pairs
 
 DOC_SUFFIX_RE = re.compile(r"\.(?:md|mdx|markdown|rst|adoc|asciidoc)$", re.I)
 # documents that record what happened or what others wrote, not how the project works
@@ -22,7 +22,6 @@ NOT_RULES_RE = re.compile(
     r"CODE_OF_CONDUCT|SECURITY|TODO)[^/]*$|"
     r"(?:^|/)(?:node_modules|vendor|third[-_]party|site-packages|\.git|_posts|posts|blog|content|changelog|"
     r"changes|release-notes|\.changeset|ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|proposals?|rfcs?|drafts?|brainstorm\w*|ideas)/|"
-    r"(?:^|/)(?:tests?|spec|specs|__tests__|testdata|fixtures)/|"
     # working papers: a plan, a proposal, notes, a refactoring under way
     r"(?:^|/)[^/]*(?:refactor|plan|proposal|rfc|draft|notes|todo|scratch|wip|brainstorm|spike)[^/]*$|"
     # the client's own instruction files: it reads them into every session itself, so they need no memory
@@ -63,7 +62,7 @@ def is_doc(rel: str) -> bool:
     rel = (rel or "").replace("\\", "/")
     if not rel or rel.startswith(("/", "../", "~")) or re.match(r"^[A-Za-z]:/", rel):
         return False
-    return bool(DOC_SUFFIX_RE.search(rel)) and not NOT_RULES_RE.search(rel)
+    return bool(DOC_SUFFIX_RE.search(rel)) and not NOT_RULES_RE.search(rel) and not TEST_PATH_RE.search(rel)
 
 
 def _plain(line: str) -> str:

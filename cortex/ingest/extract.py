@@ -19,6 +19,7 @@ from typing import List, Optional
 from cortex.curate.subjects import mentions_any, technical, unmark
 from cortex.ingest import workarounds as W
 from cortex.ingest.adapters import base as B
+from cortex.ingest.value_edits import TEST_PATH_RE
 from cortex.store.records import canonical_type
 
 TAG_TYPES = ("decision", "rejected", "learned", "gotcha", "plan", "preference", "todo", "fix")
@@ -618,8 +619,6 @@ def _settle(entry: B.Entry, text: str, found: list, dstate: dict, ctx: Context):
 
 
 EDITED = 0.8  # a value the session edited in code, where a rule stated the old one
-TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?|spec|specs|__tests__|testdata|fixtures)/|(?:^|/)test_[^/]*$|"
-                          r"[_.-](?:test|spec)\.[^/.]+$|(?-i:(?:Test|Tests|IT|Spec))\.[^/.]+$", re.I)
 EDIT_LINE_CHARS = 200
 
 

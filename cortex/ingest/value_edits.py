@@ -14,6 +14,9 @@ replace, Codex apply_patch).
 import difflib
 import re
 
+# a test's file: its values follow the rule (fixtures, boundaries) and do not set it; nor do its documents
+TEST_PATH_RE = re.compile(r"(?:^|/)(?:tests?|spec|specs|__tests__|testdata|fixtures)/|(?:^|/)test_[^/]*$|"
+                          r"[_.-](?:test|spec)\.[^/.]+$|(?-i:(?:Test|Tests|IT|Spec))\.[^/.]+$", re.I)
 MAX_LINES = 400          # an edit longer than this rewrites a file; its lines are not read one by one
 MAX_CHANGED_TOKENS = 3   # a line whose value changed: at most this many words replaced on either side
 MIN_SHARED_TOKENS = 2    # ... and at least this many kept
