@@ -176,7 +176,8 @@ def main(argv=None):
     ap.add_argument("--corpus", action="append", metavar="NAME",
                     help="a corpus under tests/corpora/written_apart, or the folder of one (chats.json, labels.json) "
                          "(default: every one): %s" % ", ".join(corpora()))
-    ap.add_argument("--keep", metavar="DIR", help="work in DIR/<corpus> and keep it (else a temporary folder)")
+    ap.add_argument("--keep", metavar="DIR", help="work in DIR/<corpus> and keep it, with the home as "
+                                                   "session start saw it in home_at_start (else a temporary folder)")
     ap.add_argument("--baseline", metavar="REF", help="also run the code of git ref REF (e.g. the previous release) "
                                                       "on each corpus and print it beside this tree")
     args = ap.parse_args(argv)
@@ -193,8 +194,9 @@ def main(argv=None):
             # a name under tests/corpora/written_apart, or the folder of a corpus of one's own
             folder = name if os.path.isdir(name) else os.path.join(CORPORA, name)
             name = os.path.basename(os.path.normpath(folder))
-            before = run_corpus(folder, os.path.join(base, "baseline", name), tree, quiet=True) if tree else None
-            rows = run_corpus(folder, os.path.join(base, name))
+            before = run_corpus(folder, os.path.join(base, "baseline", name), tree, quiet=True,
+                                snapshot=bool(args.keep)) if tree else None
+            rows = run_corpus(folder, os.path.join(base, name), snapshot=bool(args.keep))
             if before:
                 print(side_by_side(args.baseline, before, rows))
     finally:
@@ -216,7 +218,7 @@ def side_by_side(ref: str, before: list, after: list) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_corpus(corpus: str, out: str, code: str = None, quiet: bool = False) -> list:
+def run_corpus(corpus: str, out: str, code: str = None, quiet: bool = False, snapshot: bool = False) -> list:
     """Run one corpus in `out`; `code`: a source tree whose `cortex` the commands import instead of this
     one's.  Returns the table's rows: (measure, cortex's figure, rank-bm25's or a note)."""
     chats = json.load(open(os.path.join(corpus, "chats.json"), encoding="utf-8"))
@@ -320,6 +322,8 @@ def run_corpus(corpus: str, out: str, code: str = None, quiet: bool = False) -> 
                                                    for r in recs(c, "decision")]} for c in unrelated]
 
     # e. session-start block (before any recall: a recall counts as a use)
+    if snapshot:  # the home as session start sees it, to try other block code on later (bench.blockcheck)
+        shutil.copytree(home, os.path.join(out, "home_at_start"), ignore=shutil.ignore_patterns("episodes", "done"))
     ss_in = json.dumps({"session_id": "apart-probe", "cwd": proj, "hook_event_name": "SessionStart", "source": "startup"})
     block = run([tool_path("cortex-session-start"), "--client", "claude-code"], env, proj, stdin=ss_in).stdout
     heads = [d for d in decisions if head(d["id"]) == d["id"]]
