@@ -32,19 +32,22 @@ LEFT_LINE = "({n} more record{s} left out for space; `cortex why` lists them.)"
 CAP_REASONS = ("count cap", "token cap", "character cap", "older decision (past memory.decisions_max)")
 _WORD_RE = re.compile(r"\w+")
 SHORT_CHARS = 90  # older decisions past memory.decisions_full get one short line
+LINE_CHARS = 200  # session_start.line_chars when the settings lack it
 
 
 def line_tokens(rec: dict) -> int:
     """What a record's line costs of the block's token budget: the tokens counted at normalize time, or, for
-    a decision shown as one short line, that count scaled to the characters shown (the line's fixed part,
-    its type, age and confidence, counted whole).  Charging a short line for its whole text spent the budget
-    on words the block never shows."""
+    a line cut to `_chars` characters (`session_start.line_chars`, or a short line past
+    `memory.decisions_full`), that count scaled to the characters shown (the line's fixed part, its type,
+    age and confidence, counted whole).  Charging a cut line for its whole text spent the budget on words
+    the block never shows."""
     full = int(rec.get("tokens") or 0)
     n = len(rec.get("text") or "")
-    if not rec.get("_short") or n <= SHORT_CHARS:
+    limit = rec.get("_chars")
+    if not limit or n <= limit:
         return full
     text_tokens = max(full - LINE_OVERHEAD_TOKENS, 0)
-    return min(full, LINE_OVERHEAD_TOKENS + -(-text_tokens * (SHORT_CHARS + 1) // n))
+    return min(full, LINE_OVERHEAD_TOKENS + -(-text_tokens * (limit + 1) // n))
 
 
 def age(ts_epoch: float, now: float) -> str:
@@ -80,8 +83,8 @@ def line_for(rec: dict, now: float) -> str:
         body = "Last session: " + neutral.fold(rec["text"])
     else:
         body = neutral.fold(rec["text"])
-    if rec.get("_short"):
-        body = shorten(body, SHORT_CHARS + 1)
+    if rec.get("_chars"):
+        body = shorten(body, rec["_chars"] + 1)
     if rec.get("files_note"):
         body += " (%s)" % rec["files_note"]
     if rec.get("_folded"):
@@ -118,7 +121,8 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
     holds (record, reason) pairs, for `cortex why`.  `check(rec)` may veto a record (reality checks)."""
     cap = cfg["session_start"]
     mem = cfg.get("memory") or {}
-    decisions_full, decisions_max = mem.get("decisions_full", 10), mem.get("decisions_max", 25)
+    decisions_full, decisions_max = mem.get("decisions_full", 25), mem.get("decisions_max", 25)
+    line_chars = cap.get("line_chars") or LINE_CHARS
     n_decisions = 0
     kept, left = [], []
     tokens = HEADER_TOKENS + FOOTER_TOKENS + LEFT_TOKENS
@@ -151,7 +155,11 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
                 left.append((rec, "older decision (past memory.decisions_max)"))
                 continue
             if n_decisions >= decisions_full:
-                rec = dict(rec, _short=True)
+                rec = dict(rec, _short=True, _chars=SHORT_CHARS)
+        if not (rec.get("_chars") or pinned or rec.get("_resume")) and rec["type"] != "plan":
+            # one line of a rule is enough to know it is there; its whole text is one `cortex recall` away,
+            # and the budget it saves shows more rules (written corpora, stop 29: 104 -> 114 of 161)
+            rec = dict(rec, _chars=line_chars)
         if check is not None:
             why = check(rec)
             if why:

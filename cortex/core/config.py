@@ -13,6 +13,7 @@ DEFAULTS = {
         "max_records": 40,          # at most this many records in the block
         "max_tokens": 1500,         # token budget of the block (tiktoken cl100k_base, counted at normalize time)
         "max_chars": 9500,          # hard cap: Claude Code cuts SessionStart output above 10,000 characters
+        "line_chars": 200,          # a record's line shows at most this much of its text (plans and resume whole)
         "min_confidence": 0.5,      # records below this confidence are left out of the block
         "candidates_per_scope": 400,  # how many records per scope the normalizer pre-ranks for session start
     },
@@ -51,7 +52,7 @@ DEFAULTS = {
         "archive_below": 0.25,      # decayed confidence under which a record counts down to the archive
         "archive_after_days": 7,    # archived after this long below it
         "prune_after_days": 180,    # archived and untouched this long: deleted
-        "decisions_full": 10,       # decisions shown whole in the block; the next get one short line each
+        "decisions_full": 25,       # decisions shown in a line of line_chars; the next get one short line each
         "decisions_max": 25,        # decisions beyond this stay out of the block (still recallable)
     },
     "extraction": {

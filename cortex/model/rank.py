@@ -46,7 +46,9 @@ def parts(rec: dict, now: float, cfg: dict, days=None) -> dict:
 
 
 def order(records: list, now: float, cfg: dict, boost_session: str = None) -> list:
-    """Records sorted best first: pinned, then by score; ties broken by id so the order is stable.
+    """Records sorted best first: pinned, then by score; ties go to the record touched last (decisions do
+    not age, so two of the same score are often an old rule and the newer one that changed it without
+    retiring it), then by id so the order is stable.
     `boost_session` lifts records of that session (the one that just compacted) to the top."""
     from cortex.model.decay import active_days
     days = active_days(records)
@@ -55,7 +57,7 @@ def order(records: list, now: float, cfg: dict, boost_session: str = None) -> li
         p = parts(rec, now, cfg, days)
         rec["_parts"] = p
         boosted = bool(boost_session and boost_session in (rec.get("sessions") or ()))
-        return (not p["pinned"], not boosted, -p["score"], rec["id"])
+        return (not p["pinned"], not boosted, -p["score"], -max(rec.get("times") or [0]), rec["id"])
     return sorted(records, key=key)
 
 

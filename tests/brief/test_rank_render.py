@@ -425,6 +425,7 @@ def test_a_decision_shown_short_is_charged_for_the_short_line():
     import copy
     cfg = copy.deepcopy(config_mod.DEFAULTS)
     cfg["session_start"].update(max_tokens=1500, max_records=40)
+    cfg["memory"].update(decisions_full=10)
     now = time.time()
     text = "Rule %d: " + "the payment retries back off exponentially and stop after five attempts " * 6
     recs = [{"id": "r%d" % i, "type": "decision", "status": "active", "confidence": 0.9, "text": text % i,
@@ -435,6 +436,49 @@ def test_a_decision_shown_short_is_charged_for_the_short_line():
     assert len(short) >= 8                      # at 100 tokens each only 3 would fit after the ten whole ones
     assert all(render.line_tokens(r) < 50 for r in short)
     assert all(len(render.line_for(r, now)) < render.SHORT_CHARS + 40 for r in short)
-    assert render.line_tokens(kept[0]) == 100   # a line shown whole costs what was counted
+    assert render.line_tokens(kept[0]) < 100    # a line cut at session_start.line_chars costs what it shows
     spent = sum(render.line_tokens(r) for r in kept) + render.HEADER_TOKENS + render.FOOTER_TOKENS
     assert spent <= cfg["session_start"]["max_tokens"]
+
+
+def test_a_long_line_is_cut_at_line_chars_and_charged_for_what_it_shows():
+    """A decision, rejection or fact shows at most session_start.line_chars of its text; the budget pays for
+    that, so more rules fit.  A plan, the resume line and a pinned record are shown whole."""
+    import copy
+    cfg = copy.deepcopy(config_mod.DEFAULTS)
+    cfg["session_start"].update(max_tokens=1500, max_records=40, line_chars=200)
+    now = time.time()
+    tail = "the payment retries back off exponentially and stop after five attempts " * 6
+    recs = [{"id": "r%02d" % i, "type": "decision", "status": "active", "confidence": 0.9,
+             "text": "Rule %d: %s" % (i, tail), "tokens": 100, "times": [now - i * 3600]} for i in range(25)]
+    pinned = {"id": "p", "type": "learned", "status": "active", "confidence": 0.9, "pinned": True,
+              "text": "Pinned: " + tail, "tokens": 100, "times": [now]}
+    progress = {"id": "g", "type": "progress", "status": "active", "confidence": 0.9,
+                "text": "asked for the retry change; " + tail, "tokens": 100, "times": [now]}
+    kept, left = render.select([pinned, progress] + recs, cfg, now)
+    decisions = [r for r in kept if r["type"] == "decision"]
+    assert len(decisions) >= 18                      # whole, only 11 of these would fit in 1,500 tokens
+    for r in decisions:
+        line = render.line_for(r, now)
+        assert line.endswith("…") and len(line) <= 200 + 40
+        assert render.line_tokens(r) < 100
+    by_id = {r["id"]: r for r in kept}
+    assert tail.strip() in render.line_for(by_id["p"], now)          # pinned: whole
+    assert tail.strip() in render.line_for(by_id["g"], now)          # where you left off: whole
+    spent = sum(render.line_tokens(r) for r in kept) + render.HEADER_TOKENS + render.FOOTER_TOKENS
+    assert spent <= cfg["session_start"]["max_tokens"]
+    cfg["session_start"]["line_chars"] = 100000                      # a person who wants whole lines gets them
+    kept, _ = render.select(recs, cfg, now)
+    assert 0 < len(kept) < 15 and all(render.line_tokens(r) == 100 for r in kept)
+
+
+def test_equal_scores_go_to_the_newer_record():
+    """Decisions do not age, so an old rule and a newer one that changed it can score the same: the newer
+    one comes first."""
+    cfg = config_mod.DEFAULTS
+    now = time.time()
+    old = {"id": "a-old", "type": "decision", "status": "active", "confidence": 0.8,
+           "text": "Sessions last 8 hours", "times": [now - 60 * 86400]}
+    new = {"id": "z-new", "type": "decision", "status": "active", "confidence": 0.8,
+           "text": "Sessions last 12 hours", "times": [now - 3 * 86400]}
+    assert [r["id"] for r in rank.order([old, new], now, cfg)] == ["z-new", "a-old"]
