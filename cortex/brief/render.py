@@ -118,11 +118,29 @@ def same_line(a, b) -> bool:
 
 def select(ordered: list, cfg: dict, now: float = None, check=None):
     """Walk records best first and keep those that fit.  Returns (kept, left_out) where left_out
-    holds (record, reason) pairs, for `cortex why`.  `check(rec)` may veto a record (reality checks)."""
+    holds (record, reason) pairs, for `cortex why`.  `check(rec)` may veto a record (reality checks).
+
+    Lines are shown whole when every record fits whole; only when the budget leaves some out are they cut
+    to `session_start.line_chars`, so that more of them fit (cutting lines of a block with room to spare
+    lost two facts of the long real sessions, docs/benchmarks.md)."""
+    if check is not None:
+        memo = {}
+
+        def check(rec, _check=check):  # (the second walk asks again: stat the files once)
+            k = rec.get("id") or id(rec)
+            if k not in memo:
+                memo[k] = _check(rec)
+            return memo[k]
+    kept, left = _walk(ordered, cfg, check, None)
+    if any(why == "token cap" for _, why in left):
+        kept, left = _walk(ordered, cfg, check, cfg["session_start"].get("line_chars") or LINE_CHARS)
+    return kept, left
+
+
+def _walk(ordered: list, cfg: dict, check, line_chars):
     cap = cfg["session_start"]
     mem = cfg.get("memory") or {}
     decisions_full, decisions_max = mem.get("decisions_full", 25), mem.get("decisions_max", 25)
-    line_chars = cap.get("line_chars") or LINE_CHARS
     n_decisions = 0
     kept, left = [], []
     tokens = HEADER_TOKENS + FOOTER_TOKENS + LEFT_TOKENS
@@ -156,7 +174,7 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
                 continue
             if n_decisions >= decisions_full:
                 rec = dict(rec, _short=True, _chars=SHORT_CHARS)
-        if not (rec.get("_chars") or pinned or rec.get("_resume")) and rec["type"] != "plan":
+        if line_chars and not (rec.get("_chars") or pinned or rec.get("_resume")) and rec["type"] != "plan":
             # one line of a rule is enough to know it is there; its whole text is one `cortex recall` away,
             # and the budget it saves shows more rules (written corpora, stop 29: 104 -> 114 of 161)
             rec = dict(rec, _chars=line_chars)

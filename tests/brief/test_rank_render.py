@@ -472,6 +472,22 @@ def test_a_long_line_is_cut_at_line_chars_and_charged_for_what_it_shows():
     assert 0 < len(kept) < 15 and all(render.line_tokens(r) == 100 for r in kept)
 
 
+def test_lines_are_cut_only_when_the_block_cannot_hold_every_record_whole():
+    """Cutting lines in a block with room to spare only loses words (two facts of the long real sessions)."""
+    import copy
+    cfg = copy.deepcopy(config_mod.DEFAULTS)
+    now = time.time()
+    tail = "stage it with git add -f because priv/static/assets/spotter.css is gitignored but tracked " * 3
+    recs = [{"id": "r%02d" % i, "type": "gotcha", "status": "active", "confidence": 0.9,
+             "text": "Gotcha %d: %s" % (i, tail), "tokens": 70, "times": [now - i * 3600]} for i in range(8)]
+    kept, left = render.select(recs, cfg, now)
+    assert len(kept) == 8 and not left
+    assert all(tail.strip() in render.line_for(r, now) for r in kept)  # whole: 8 x 70 tokens fit in 1,500
+    more = [dict(r, id="m%02d" % i, text="Gotcha %d: %s" % (i, tail)) for i, r in enumerate(recs * 3)]
+    kept, left = render.select(more, cfg, now)                          # 24 of them do not
+    assert all(render.line_for(r, now).endswith("…") for r in kept) and len(kept) > 19
+
+
 def test_equal_scores_go_to_the_newer_record():
     """Decisions do not age, so an old rule and a newer one that changed it can score the same: the newer
     one comes first."""
