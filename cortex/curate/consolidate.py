@@ -474,9 +474,23 @@ class Consolidator:
                              list(also)) - {rec["id"]})
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
+        retired += self._options_of(retired, rec["id"])
         if retired:
             self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
         return retired
+
+    def _options_of(self, retired: list, by: str) -> list:
+        """The options a retired decision passed over (layer "options", linked to it as related), retired with
+        it: "Not Grover (went with wicked_pdf)" no longer holds once wicked_pdf is replaced."""
+        gone = []
+        for rid in retired:
+            for oid in (self.store.get(rid) or {}).get("related") or ():
+                other = self.store.get(oid)
+                if (other and other["type"] == "rejected" and other.get("status") == "active"
+                        and any(p.get("layer") == "options" for p in other.get("provenance") or ())):
+                    self.store.update(oid, lambda r, me=by: _retire(r, me))
+                    gone.append(oid)
+        return gone
 
     def changed_targets(self, rec: dict) -> list:
         """The earlier rule a confirmed change replaces (decisions.py, kind "changed"), or []: an active decision

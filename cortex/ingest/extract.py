@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from cortex.curate.subjects import mentions_any, technical, unmark
+from cortex.ingest import options as O
 from cortex.ingest import workarounds as W
 from cortex.ingest.adapters import base as B
 from cortex.ingest.value_edits import TEST_PATH_RE
@@ -109,6 +110,7 @@ class Candidate:
     if_replacing: bool = False    # kept only when it replaces an earlier rule (a confirmed change: decisions.py)
     edit: Optional[dict] = None   # a value edited in code (value_edits.py): kept only when it makes a rule stale
     doc: Optional[dict] = None    # a section of the project's documents (doc_rules.py): what it replaced there
+    chosen: Optional["Candidate"] = None  # an option not taken (options.py): the decision that took another
 
 
     def to_store(self, ctx: Context) -> dict:
@@ -712,6 +714,28 @@ def after_capture(captured: str, ts: str) -> bool:
     return bool(t and c) and t > c + 1.0
 
 
+OPTION_NOT_TAKEN = 0.75  # an option the assistant set out that the session's decision passed over: the user
+                         # rarely says no to it in words, so it stands below a rejection said (0.9)
+
+
+def _answer_offer(offer: dict, out: list, mark: int, ctx: Context):
+    """The offer still waiting, or None once a decision among out[mark:] (made after the offer) names one of
+    its options: the others are appended to `out` as rejected candidates (options.py)."""
+    new = out[max(mark, offer.get("since", 0)):]
+    for c in new:
+        if c.type != "decision":
+            continue
+        pick = O.chosen(offer["options"], c.text)
+        if pick is None:
+            continue
+        said = [x.text for x in out[offer.get("since", 0):] if x.type == "rejected"]
+        for text in O.not_taken(offer["options"], pick, said):
+            out.append(Candidate("rejected", clean_sentence(text, ctx.max_chars), OPTION_NOT_TAKEN, "options",
+                                 offer["ref"], offer["at"], files=list(c.files), salience=0.6, chosen=c))
+        return None
+    return offer
+
+
 def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     """Candidates from one batch of a session's entries, in transcript order.
 
@@ -748,7 +772,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
     new_activity = False
 
     unanswered = set()  # the decision candidates of the last assistant turn, until the user answers it
+    offer = dict(st["offer"], since=0) if st.get("offer") else None  # options set out, waiting (options.py)
+    mark = 0
     for e in entries:
+        if offer and len(out) > mark:
+            offer = _answer_offer(offer, out, mark, ctx)
+        mark = len(out)
         at = e.ts or last_at or ctx.fallback_time
         if e.ts and ctx.fallback_time and after_capture(ctx.fallback_time, e.ts):
             at = ctx.fallback_time  # dated after its capture (a skewed clock): never ahead of later sessions
@@ -771,6 +800,10 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
         else:
             found = []
         if e.kind == B.USER:
+            if offer and not e.sidechain:
+                offer["turns"] += 1
+                if offer["turns"] > O.OFFER_USER_TURNS:
+                    offer = None
             if unanswered and not e.sidechain and TURNED_DOWN_RE.match(strip_code(e.text or "")):
                 # the user turned down what the assistant just concluded ("it's a bad idea, since ..."): that
                 # conclusion was never settled, so it is not kept as a decision (the conversation layer keeps
@@ -801,6 +834,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 out.extend(kw)
                 unanswered = {id(c) for c in kw if c.type == "decision"}
                 prose = strip_code(e.text)
+                from cortex.model import redact
+                laid_out = O.offered(redact.clean(prose)[0])
+                if laid_out:
+                    if offer and len(out) > mark:
+                        _answer_offer(offer, out, mark, ctx)
+                    offer = {"options": laid_out, "turns": 0, "ref": e.ref, "at": at, "since": len(out)}
                 claim = DONE_CLAIM_RE.search(prose) if mentions_any(prose, DONE_WORDS) else None
                 # the session's closing report of the whole task ("Epic X complete."), kept in progress
                 st["outcome"] = clean_sentence(claim.group(0).strip(" *#:-"), 160) if claim else None
@@ -886,6 +925,12 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 out.append(Candidate("fix", text, 0.6, "structural", f["ref"], f["at"], files=list(fixed_by),
                                      key="fix:%s:%s" % (key, (f["err"] or "")[:60]), salience=0.5))
 
+    if offer and len(out) > mark:
+        offer = _answer_offer(offer, out, mark, ctx)
+    if offer:
+        st["offer"] = {k: v for k, v in offer.items() if k != "since"}
+    else:
+        st.pop("offer", None)
     if plan and plan.get("claimed_done"):  # the session's last word reports the whole task finished
         plan["items"] = [dict(i, status="completed") for i in plan["items"]]
     if plan and json.dumps(plan, sort_keys=True) != plan_before:

@@ -581,6 +581,7 @@ class Run:
         # replaces the stale one, and the edit's own line only when there is none
         cands = [c for c in cands if c.edit is None] + [c for c in cands if c.edit is not None]
         stored = []
+        record_of = {}  # id(candidate) -> the record it became (an option not taken links to its decision)
         for c in cands:
             cand = c.to_store(ctx)
             if cand.get("files") and c.type in ("decision", "rejected"):
@@ -624,6 +625,10 @@ class Run:
                     cand["text"] = doc_rules.rule_text({"heading": c.doc.get("heading"), "lines": lines},
                                                        c.doc["path"]) or cand["text"]
             into, related = self.cons.place(cand)
+            if c.chosen is not None and id(c.chosen) in record_of:
+                # the option passed over stands with the decision that passed it over: when that decision is
+                # replaced, the rejection goes with it (consolidate.supersede)
+                related = sorted(set(related or ()) | {record_of[id(c.chosen)]})
             if related:
                 cand["related"] = related
             rec, action = self.store.upsert(cand, into=into)
@@ -632,6 +637,7 @@ class Run:
                 continue
             self.touched_scopes.add(rec["scope_id"])
             stored.append(rec)
+            record_of[id(c)] = rec["id"]
             self.store.changed.add(rec["id"])  # a run that died after writing it may not have indexed it
             self.cons.written(rec)
             if related:

@@ -1,0 +1,162 @@
+"""The options the assistant set out and the session passed over are kept as rejected approaches, each with
+the downside the assistant gave for it (ingest/options.py).
+
+People rarely turn the other options down in words: the assistant lists them, the user picks one ("wicked_pdf
+then"), and the session builds it.  A later "why didn't we use Grover?" should still find the answer."""
+import time
+
+import pytest
+
+import cortex_testkit as testkit
+from cortex.ingest import options as O
+
+T0 = time.time() - 30 * 86400
+
+OFFER = """Nothing PDF-related yet. The realistic options for Rails:
+
+**Prawn**: pure Ruby, no external binaries, fast and light on memory. But it's a drawing API: you position text boxes and tables in Ruby code.
+
+**wicked_pdf** (+ `wkhtmltopdf-binary`): renders our ERB to PDF through wkhtmltopdf. Reuses the template. Downsides: the WebKit is old.
+
+**Grover**: Puppeteer driving headless Chromium. The PDF looks exactly like the browser. But it needs Node + a Chromium download in the build, and each render runs a Chrome process at ~200 MB RSS.
+
+**DocRaptor / a hosted API**: excellent output, no infra. But it's priced per document, and we'd be sending our customers' invoices to a third party.
+
+Which way do you want to go?"""
+
+
+# -- the pieces --------------------------------------------------------------------------------------
+
+def test_options_are_read_with_their_names_and_downsides():
+    opts = O.offered(OFFER)
+    assert [o["key"] for o in opts] == ["prawn", "wicked_pdf", "grover", "docraptor"]
+    assert opts[2]["reason"].startswith("It needs Node + a Chromium download")
+    assert opts[3]["head"] == "DocRaptor / a hosted API"
+
+
+@pytest.mark.parametrize("prose", [
+    # a report's headings, not a choice
+    "Done. **Summary**: the job runs nightly.\n\n**Next steps**: watch the lag graph.",
+    # bold leads in a turn that speaks of no choice
+    "Here is what changed:\n\n- **`billing.py`**: rounds once.\n- **`invoice.py`**: uses Money.",
+    # one option only
+    "One option: **Redis** as the lock. It needs a server.",
+    # the same name twice
+    "Options:\n- **Redis** (a cluster)\n- **Redis** (one node)",
+    # reasons against one option, not options ("vs" speaks of a comparison, not of a choice)
+    "Why not Redis:\n- **Not atomic with the DB write**: a crash between the two.\n"
+    "- **TTL vs retry window**: Stripe retries for 3 days.\n- **Redis is a cache for us**: it gets flushed.",
+    # the parts of one proposal
+    "What I'd propose:\n- **Server-side sessions**: an opaque id in a cookie.\n"
+    "- **Absolute lifetime of 12 hours** from login, no sliding, instead of a refresh flow.",
+])
+def test_what_is_not_a_choice_between_named_options(prose):
+    assert O.offered(prose) is None
+
+
+def test_numbered_and_lettered_options_go_by_their_names():
+    opts = O.offered("Three options:\n\n**1. ChromicPDF**: Chrome via a port. Needs Chromium in the image.\n"
+                     "**2. Typst**: a single static binary. Templates are a new language to learn.\n"
+                     "**3. A hosted HTML-to-PDF API**: no infra, but patient data leaves us.")
+    assert [o["key"] for o in opts] == ["chromicpdf", "typst", "a hosted html-to-pdf api"]
+    lettered = O.offered("- **A. Bigger Fargate tasks**: 4 vCPU each, slow for 6 h videos.\n"
+                         "- **B. AWS MediaConvert**: per-minute pricing, no workers to babysit.")
+    assert [o["head"] for o in lettered] == ["Bigger Fargate tasks", "AWS MediaConvert"]   # lettered: a choice
+    assert O.chosen(lettered, "Videos are encoded by AWS MediaConvert, same ladder.") == 1
+
+
+def test_a_decision_naming_one_option_rejects_the_others_and_one_naming_two_rejects_none():
+    opts = O.offered(OFFER)
+    pick = O.chosen(opts, "PDFs are rendered with wicked_pdf from `invoices/pdf.html.erb` in a background job.")
+    assert opts[pick]["key"] == "wicked_pdf"
+    texts = O.not_taken(opts, pick)
+    assert texts[1] == ("Not Grover (went with wicked_pdf): It needs Node + a Chromium download in the build, "
+                        "and each render runs a Chrome process at ~200 MB RSS.")
+    assert len(texts) == 3
+    assert O.chosen(opts, "wicked_pdf now, Grover once the worker has 2 GB.") is None
+    assert O.chosen(opts, "The totals box is right-aligned.") is None
+    # an option the session already rejected in words is left to that rejection
+    assert len(O.not_taken(opts, pick, said=["Not Prawn: every template change would be a rewrite."])) == 2
+
+
+# -- the normalizer ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    return testkit.project_env(tmp_path, monkeypatch)
+
+
+def rejected(home):
+    return [r for r in testkit.all_records(home) if r["type"] == "rejected" and r["status"] == "active"]
+
+
+def pdf_session(env, sid, reply, end="Summary of how PDFs work now: rendered with wicked_pdf from "
+                                     "`invoices/pdf.html.erb` in a background job; the template is table-based."):
+    home, project, root = env
+    c = testkit.Chat(root, project, sid, T0)
+    c.user("ok time for real pdf invoices. right now 'Download PDF' is window.print(). what do we use?")
+    c.say(OFFER)
+    c.user(reply)
+    c.say("OK. I'll make the PDF template table-based so the old WebKit renders it.")
+    c.tool("Write", file_path=project + "/app/jobs/generate_invoice_pdf_job.rb", content="class X; end\n")
+    c.user("looks good, the totals are right-aligned now")
+    if end:
+        c.say(end)
+    c.stop(home, run=True)
+    return home
+
+
+def test_the_options_not_taken_are_kept_as_rejected_with_their_downsides(env):
+    home = pdf_session(env, "s-pdf", "ines won't pay for bigger instances. wicked_pdf then")
+    texts = sorted(r["text"] for r in rejected(home))
+    assert any(t.startswith("Not Grover (went with wicked_pdf): It needs Node") for t in texts), texts
+    assert any(t.startswith("Not DocRaptor / a hosted API (went with wicked_pdf)") for t in texts), texts
+    assert any(t.startswith("Not Prawn") for t in texts), texts
+    assert not any("Not wicked_pdf" in t for t in texts)
+    [rec] = [r for r in rejected(home) if "Grover" in r["text"]]
+    assert rec["confidence"] == pytest.approx(0.75) and rec["provenance"][0]["layer"] == "options"
+    # a search for the option finds why it was passed over
+    from cortex.ops.recall import recall
+    hits = recall(home, "why didn't we use grover for the pdf invoices", cwd=env[1], k=3, kind="record")["hits"]
+    assert hits and hits[0]["text"].startswith("Not Grover")
+
+
+def test_options_left_open_keep_no_rejection(env):
+    """A brainstorm: the options are set out and the user leaves it ("let me think about it"); nothing was
+    chosen, so nothing was passed over."""
+    home = pdf_session(env, "s-open", "hmm let me think about it and ask ines about the budget", end=None)
+    assert rejected(home) == []
+
+
+def test_an_offer_answered_in_a_later_batch_still_rejects_the_others(env):
+    """The offer waits in the extraction state (saved with the cursor) for the decision that answers it."""
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-later", T0)
+    c.user("ok time for real pdf invoices. what do we use?")
+    c.say(OFFER)
+    c.stop(home, run=True)
+    assert rejected(home) == []
+    c.user("wicked_pdf then")
+    c.say("Summary of how PDFs work now: rendered with wicked_pdf in a background job; the template is "
+          "table-based.")
+    c.stop(home, run=True)
+    assert sum(t["text"].startswith("Not Grover (went with wicked_pdf)") for t in rejected(home)) == 1
+
+
+def test_the_options_passed_over_are_retired_with_the_decision_that_passed_them_over(env):
+    """A later session switches to an option the first passed over: "Not Grover (went with wicked_pdf)" no
+    longer holds, so it is retired with the wicked_pdf decision (still found by `recall --all`)."""
+    home = pdf_session(env, "s-pdf-1", "wicked_pdf then")
+    assert len(rejected(home)) == 3
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-pdf-2", T0 + 20 * 86400)
+    c.user("the worker is on the 2 GB plan now. from now on invoice PDFs are rendered with Grover instead of "
+           "wicked_pdf, css grid works there")
+    c.say("Done: switched the PDF job from wicked_pdf to Grover; the template uses css grid again.")
+    c.stop(home, run=True)
+    decisions = [r for r in testkit.all_records(home) if r["type"] == "decision"]
+    old = [r for r in decisions if "wicked_pdf" in r["text"] and "Grover" not in r["text"]]
+    assert old and all(r["status"] == "superseded" for r in old)
+    assert rejected(home) == []
+    gone = [r for r in testkit.all_records(home) if r["type"] == "rejected"]
+    assert len(gone) == 3 and all(r["status"] == "superseded" for r in gone)
