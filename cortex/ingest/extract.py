@@ -718,6 +718,10 @@ OPTION_NOT_TAKEN = 0.75  # an option the assistant set out that the session's de
                          # rarely says no to it in words, so it stands below a rejection said (0.9)
 
 
+RULED_OUT_BY_SUMMARY = 0.8  # "- not Grover for now (Chrome won't fit ...)" in the turn that states the decision: the
+                            # assistant's summing-up, as firm as the summed-up decision itself (decisions.SUMMED)
+
+
 def _answer_offer(offer: dict, out: list, mark: int, ctx: Context):
     """The offer still waiting, or None once a decision among out[mark:] (made after the offer) names one of
     its options: the others are appended to `out` as rejected candidates (options.py)."""
@@ -835,7 +839,17 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 unanswered = {id(c) for c in kw if c.type == "decision"}
                 prose = strip_code(e.text)
                 from cortex.model import redact
-                laid_out = O.offered(redact.clean(prose)[0])
+                clean_prose = redact.clean(CODE_FENCE_RE.sub("\n", e.text))[0]  # inline code names the options
+                made = next((c for c in out[mark:] if c.type == "decision"), None)
+                if made is not None:
+                    # the turn that states the decision lists what was not done: rejections, with the decision
+                    said = [x.text.lower() for x in out[mark:] if x.type == "rejected"]
+                    for text in O.ruled_out(clean_prose):
+                        if text.lower() not in said:
+                            out.append(Candidate("rejected", clean_sentence(text, ctx.max_chars), RULED_OUT_BY_SUMMARY,
+                                                 "options", e.ref, at, files=list(made.files), salience=0.6,
+                                                 chosen=made))
+                laid_out = O.offered(clean_prose)
                 if laid_out:
                     if offer and len(out) > mark:
                         _answer_offer(offer, out, mark, ctx)

@@ -61,6 +61,16 @@ def _names(text: str, key: str) -> bool:
     return re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(key), text) is not None
 
 
+NEGATED_RE = re.compile(r"\b(?:not|no|never|instead\s+of|rather\s+than|over|without)\s+(?:\w+\s+){0,2}$")
+
+
+def _takes(text: str, key: str) -> bool:
+    """Whether a decision's text names the option as the one taken: once at least not after "not", "no",
+    "instead of", ... ("rendered with wicked_pdf; not Grover for now" takes wicked_pdf, not Grover)."""
+    return any(not NEGATED_RE.search(text[max(0, m.start() - 40):m.start()])
+               for m in re.finditer(r"(?<![\w-])%s(?![\w-])" % re.escape(key), text))
+
+
 def offered(prose: str):
     """The options an assistant turn sets out, [{head, key, reason}], or None.  Two to MAX_OPTIONS bold leads
     with distinct short names, in a turn that speaks of a choice."""
@@ -101,10 +111,30 @@ def _reason(body: str) -> str:
     return pick[:1].upper() + pick[1:] if pick else ""
 
 
+# a bullet of the assistant's that says what was not done: "- not Grover for now (Chrome won't fit in the 512 MB
+# worker), not Prawn (template duplication)", "- Not a GCS lifecycle rule, because its clock starts at upload"
+NOT_BULLET_RE = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d+[.)])[ \t]+(?P<line>(?:not|no|never)\b[ \t]+[^\n]{3,300})$", re.I)
+# ... and not a report of what did not happen ("- no errors in the log", "- no change needed", "- not done yet")
+NOT_REPORT_RE = re.compile(r"^(?:not|no|never)\s+(?:errors?|changes?|issues?|problems?|tests?|longer|more|need(?:ed)?|"
+                           r"yet|done|data|warnings?|failures?|one|action|impact|downtime|new|other|further|"
+                           r"regressions?|difference|code|rows?|records?|output|results?|matches|hits|reproduc\w*)\b", re.I)
+
+
+def ruled_out(prose: str) -> list:
+    """The approaches an assistant turn's bullets say were not taken, each as a rejected record's text."""
+    out = []
+    for m in NOT_BULLET_RE.finditer(prose or ""):
+        line = SENT_RE.split(" ".join(m.group("line").split()), 1)[0].rstrip(" ;,")  # its first sentence
+        if NOT_REPORT_RE.match(line) or line.endswith("?") or len(line.split()) < 3:
+            continue
+        out.append(line[:1].upper() + line[1:] + ("" if line.endswith((".", "!", ")")) else "."))
+    return out
+
+
 def chosen(offer: list, text: str):
     """The index of the one option a decision's text names, or None (none, or several)."""
     plain = _plain(text)
-    hits = [i for i, o in enumerate(offer) if any(_names(plain, n) for n in o.get("names") or [o["key"]])]
+    hits = [i for i, o in enumerate(offer) if any(_takes(plain, n) for n in o.get("names") or [o["key"]])]
     return hits[0] if len(hits) == 1 else None
 
 

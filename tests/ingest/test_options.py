@@ -74,6 +74,8 @@ def test_a_decision_naming_one_option_rejects_the_others_and_one_naming_two_reje
                         "and each render runs a Chrome process at ~200 MB RSS.")
     assert len(texts) == 3
     assert O.chosen(opts, "wicked_pdf now, Grover once the worker has 2 GB.") is None
+    # an option the decision names as not taken is not the one it took
+    assert O.chosen(opts, "Rendered with wicked_pdf; not Grover for now, and no Prawn.") == 1
     assert O.chosen(opts, "The totals box is right-aligned.") is None
     # an option the session already rejected in words is left to that rejection
     assert len(O.not_taken(opts, pick, said=["Not Prawn: every template change would be a rewrite."])) == 2
@@ -160,3 +162,34 @@ def test_the_options_passed_over_are_retired_with_the_decision_that_passed_them_
     assert rejected(home) == []
     gone = [r for r in testkit.all_records(home) if r["type"] == "rejected"]
     assert len(gone) == 3 and all(r["status"] == "superseded" for r in gone)
+
+
+def test_what_the_summing_up_says_was_not_done_is_kept_beside_its_decision(env):
+    """The turn that states the decision often lists what was not done, with why: kept as rejections (and the
+    options they name are not kept a second time)."""
+    home = pdf_session(env, "s-pdf-sum", "wicked_pdf then", end=(
+        "Summary of how PDFs work now:\n- rendered with wicked_pdf from `invoices/pdf.html.erb`, in a background job\n"
+        "- not Grover for now (Chrome won't fit in the 512 MB worker), not Prawn (template duplication)\n"
+        "- no errors in the log after the deploy"))
+    texts = sorted(r["text"] for r in rejected(home))
+    assert "Not Grover for now (Chrome won't fit in the 512 MB worker), not Prawn (template duplication)" in texts
+    assert not any(t.startswith(("Not Grover (went", "Not Prawn (went")) for t in texts)
+    assert any(t.startswith("Not DocRaptor / a hosted API (went with wicked_pdf)") for t in texts)
+    assert not any("errors" in t for t in texts)
+
+
+def test_not_bullets_without_a_decision_keep_nothing(env):
+    """A brainstorm's "- No Apple: HomeKit has no cloud-to-cloud path." settles nothing."""
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-brain", T0)
+    c.user("which voice assistants could we support for the thermostat? just thinking out loud")
+    c.say("Quick survey:\n- Alexa smart home skill: cloud-to-cloud, fits our MQTT cmd path.\n"
+          "- Google Home: same model.\n- No Apple: HomeKit has no cloud-to-cloud path.")
+    c.user("ok, let me think about it")
+    c.stop(home, run=True)
+    assert rejected(home) == []
+
+
+def test_a_not_bullet_keeps_its_inline_code_and_its_first_sentence():
+    assert O.ruled_out("- not Redis `SETNX`: not atomic with the DB write. You need to flush it.\n"
+                       "- no errors in the log\n- No dependency.") == ["Not Redis `SETNX`: not atomic with the DB write."]
