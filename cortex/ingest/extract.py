@@ -844,8 +844,10 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                 if made is not None:
                     # the turn that states the decision lists what was not done: rejections, with the decision
                     said = [x.text.lower() for x in out[mark:] if x.type == "rejected"]
+                    stated = " ".join(x.text.lower() for x in out[mark:] if x.type == "decision")
                     for text in O.ruled_out(clean_prose):
-                        if text.lower() not in said:
+                        # (a summing-up the decision keeps whole says it already: one record, not two)
+                        if text.lower() not in said and O.said_in(text, stated) is False:
                             out.append(Candidate("rejected", clean_sentence(text, ctx.max_chars), RULED_OUT_BY_SUMMARY,
                                                  "options", e.ref, at, files=list(made.files), salience=0.6,
                                                  chosen=made))

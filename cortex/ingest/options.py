@@ -25,6 +25,12 @@ HEAD_RE = re.compile(r"(?m)^[ \t]*(?:[-*•+][ \t]+|\d+[.)][ \t]+|#{2,4}[ \t]+)?
 # parts of one proposal ("What I'd propose: - **Server-side sessions** ... - **Absolute lifetime of 12 hours**")
 CHOICE_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either|vs\.?|versus)\b|"
                        r"\bwhich\s+(?:one|way|of\s+the(?:se|m)|do\s+you|would\s+you)\b[^?\n]*\?", re.I)
+INTRO_CHARS = 300     # the words before the list that say it is a choice ...
+AFTER_CHARS = 400     # ... or after it, that pick from it or ask for a pick
+WAYS_RE = re.compile(r"\b(?:two|three|four|2|3|4)\b[^.:\n]{0,30}\b(?:ways|routes|paths|candidates|contenders)\b", re.I)
+PICKS_RE = re.compile(r"\beither\s+way\b|\boption\s+(?:[A-F]|\d)\b|\bi'?d\s+(?:go\s+with|pick|take|recommend|lean)\b|"
+                      r"\b(?:i\s+)?recommend\b|\bmy\s+(?:pick|vote)\b|\b(?:which|what)\b[^?\n]{0,80}\?|"
+                      r"\b(?:your\s+call|up\s+to\s+you)\b|\bor\b[^?\n]{0,60}\?", re.I)
 LABEL_RE = re.compile(r"^(?:(?:option|approach|choice|variant|plan)\s+[A-Z1-9]\b\s*[:.)—–-]*|[A-F1-9][.)])\s*", re.I)
 LETTERED_RE = re.compile(r"^(?:option\s+)?[A-F][.):]\s", re.I)  # "A. Bigger Fargate tasks", "Option B: ..."
 # leads that head a part of the answer, not an option
@@ -79,8 +85,12 @@ def offered(prose: str):
     heads = list(HEAD_RE.finditer(prose))
     if not 2 <= len(heads) <= MAX_OPTIONS:
         return None
-    if not (CHOICE_RE.search(prose) or all(LETTERED_RE.match((m.group("head") or m.group("head2")) + " ")
-                                           for m in heads)):
+    # the choice is named before the list ("The realistic options for Rails:") or asked after it ("Which way
+    # do you want to go?"); "an intermediate option would be ..." after a list of what a vendor does is not
+    intro = prose[max(0, heads[0].start() - INTRO_CHARS):heads[0].start()]
+    after = prose[heads[-1].end():heads[-1].end() + AFTER_CHARS]
+    if not (CHOICE_RE.search(intro) or WAYS_RE.search(intro) or PICKS_RE.search(after)
+            or all(LETTERED_RE.match((m.group("head") or m.group("head2")) + " ") for m in heads)):
         return None
     out = []
     for i, m in enumerate(heads):
@@ -129,6 +139,13 @@ def ruled_out(prose: str) -> list:
             continue
         out.append(line[:1].upper() + line[1:] + ("" if line.endswith((".", "!", ")")) else "."))
     return out
+
+
+def said_in(line: str, text: str) -> bool:
+    """Whether a decision's text already says a not-bullet (its words up to the reason, in order)."""
+    head = re.split(r"[:(—–,]|\s-\s|\bbecause\b", line, 1)[0]
+    words = re.findall(r"[\w`'./-]+", head.lower())
+    return bool(words) and re.search(r"\W+".join(re.escape(w) for w in words), text.lower()) is not None
 
 
 def chosen(offer: list, text: str):

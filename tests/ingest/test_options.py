@@ -46,12 +46,23 @@ def test_options_are_read_with_their_names_and_downsides():
     # reasons against one option, not options ("vs" speaks of a comparison, not of a choice)
     "Why not Redis:\n- **Not atomic with the DB write**: a crash between the two.\n"
     "- **TTL vs retry window**: Stripe retries for 3 days.\n- **Redis is a cache for us**: it gets flushed.",
+    # what a vendor does, with an option named only after the list
+    "What Postmark does for us today that SES won't:\n\n1. **Templates**: hosted templates.\n"
+    "2. **Bounces/complaints + suppression**: SES only reports them.\n\n"
+    "An intermediate option would be to keep Postmark for auth emails only.",
     # the parts of one proposal
     "What I'd propose:\n- **Server-side sessions**: an opaque id in a cookie.\n"
     "- **Absolute lifetime of 12 hours** from login, no sliding, instead of a refresh flow.",
 ])
 def test_what_is_not_a_choice_between_named_options(prose):
     assert O.offered(prose) is None
+
+
+def test_a_choice_named_before_the_list_or_picked_after_it():
+    assert O.offered("There are two consistent ways to go:\n\n1. **Everything stored is aware UTC**: convert at "
+                     "the edges.\n2. **Store clinic-local wall-clock times**: no conversion on read.")
+    assert O.offered("How should deletion behave?\n\n1. **Hard delete immediately**: simplest, but a mis-tap wipes "
+                     "years.\n2. **Soft delete + purge later**: restorable for 30 days.\n\nI'd go with 2 and 30 days.")
 
 
 def test_numbered_and_lettered_options_go_by_their_names():
@@ -165,17 +176,21 @@ def test_the_options_passed_over_are_retired_with_the_decision_that_passed_them_
 
 
 def test_what_the_summing_up_says_was_not_done_is_kept_beside_its_decision(env):
-    """The turn that states the decision often lists what was not done, with why: kept as rejections (and the
-    options they name are not kept a second time)."""
+    """The turn that states the decision often lists what was not done, with why: kept as rejections, unless
+    the decision kept from that turn says it already (one record, not two)."""
     home = pdf_session(env, "s-pdf-sum", "wicked_pdf then", end=(
-        "Summary of how PDFs work now:\n- rendered with wicked_pdf from `invoices/pdf.html.erb`, in a background job\n"
+        "PDFs are now rendered with wicked_pdf from `invoices/pdf.html.erb`, in a background job.\n\n"
         "- not Grover for now (Chrome won't fit in the 512 MB worker), not Prawn (template duplication)\n"
         "- no errors in the log after the deploy"))
+    decisions = [r["text"] for r in testkit.all_records(home) if r["type"] == "decision"]
     texts = sorted(r["text"] for r in rejected(home))
+    assert not any("template duplication" in d for d in decisions), decisions
     assert "Not Grover for now (Chrome won't fit in the 512 MB worker), not Prawn (template duplication)" in texts
     assert not any(t.startswith(("Not Grover (went", "Not Prawn (went")) for t in texts)
     assert any(t.startswith("Not DocRaptor / a hosted API (went with wicked_pdf)") for t in texts)
     assert not any("errors" in t for t in texts)
+    assert O.said_in("Not Prawn (template duplication).", "rendered with wicked_pdf; not prawn (template duplication)")
+    assert not O.said_in("Not Prawn (template duplication).", "rendered with wicked_pdf")
 
 
 def test_not_bullets_without_a_decision_keep_nothing(env):
