@@ -131,10 +131,8 @@ def select(ordered: list, cfg: dict, now: float = None, check=None):
             if k not in memo:
                 memo[k] = _check(rec)
             return memo[k]
-    kept, left = _walk(ordered, cfg, check, None)
-    if any(why == "token cap" for _, why in left):
-        kept, left = _walk(ordered, cfg, check, cfg["session_start"].get("line_chars") or LINE_CHARS)
-    return kept, left
+    whole = _walk(ordered, cfg, check, None)  # (None at the first record the budget leaves out)
+    return whole or _walk(ordered, cfg, check, cfg["session_start"].get("line_chars") or LINE_CHARS)
 
 
 def _walk(ordered: list, cfg: dict, check, line_chars):
@@ -196,6 +194,8 @@ def _walk(ordered: list, cfg: dict, check, line_chars):
             left.append((rec, "count cap"))
             continue
         if tokens + cost > cap["max_tokens"]:
+            if not line_chars:
+                return None  # whole lines do not all fit: the caller walks again with lines cut
             left.append((rec, "token cap"))
             continue
         tokens += cost
