@@ -847,7 +847,7 @@ def extract(entries: list, ctx: Context, state: Optional[dict] = None):
                     stated = " ".join(x.text.lower() for x in out[mark:] if x.type == "decision")
                     for text in O.ruled_out(clean_prose):
                         # (a summing-up the decision keeps whole says it already: one record, not two)
-                        if text.lower() not in said and O.said_in(text, stated) is False:
+                        if text.lower() not in said and not O.said_in(text, stated):
                             out.append(Candidate("rejected", clean_sentence(text, ctx.max_chars), RULED_OUT_BY_SUMMARY,
                                                  "options", e.ref, at, files=list(made.files), salience=0.6,
                                                  chosen=made))
