@@ -256,6 +256,20 @@ def events_in(home: Home, state: str) -> list:
     return [n for n in names(home, state) if not n.endswith(".reason.txt")]
 
 
+def files_holding(home: Home, needle: str) -> list:
+    """The files of the home, outside the inbox (which keeps transcripts as the clients wrote them), whose
+    bytes hold `needle`: a secret must be in none of them."""
+    found = []
+    for top, _, names in os.walk(home.root):
+        if os.path.relpath(top, home.root).split(os.sep)[0] == "inbox":
+            continue
+        for n in names:
+            with open(os.path.join(top, n), "rb") as f:
+                if needle.encode() in f.read():
+                    found.append(os.path.join(top, n))
+    return found
+
+
 def all_records(home: Home) -> list:
     from cortex.store import records
     return [records.read(p) for p in records.iter_paths(home.records)]

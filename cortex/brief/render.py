@@ -171,7 +171,7 @@ def _walk(ordered: list, cfg: dict, check, line_chars):
                 left.append((rec, "older decision (past memory.decisions_max)"))
                 continue
             if n_decisions >= decisions_full:
-                rec = dict(rec, _short=True, _chars=SHORT_CHARS)
+                rec = dict(rec, _chars=SHORT_CHARS)
         if line_chars and not (rec.get("_chars") or pinned or rec.get("_resume")) and rec["type"] != "plan":
             # one line of a rule is enough to know it is there; its whole text is one `cortex recall` away,
             # and the budget it saves shows more rules (written corpora, stop 29: 104 -> 114 of 161)

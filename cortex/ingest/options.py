@@ -13,6 +13,8 @@ no decision answers (a brainstorm left open), or one whose decision names severa
 """
 import re
 
+from cortex.ingest.decisions import OPTIONS_WORD_RE
+
 OFFER_USER_TURNS = 8   # user turns an offer waits for the decision that answers it
 MAX_OPTIONS = 6        # more bold leads than this are a report's headings, not options
 HEAD_WORDS = 6         # an option's name is short
@@ -21,10 +23,9 @@ REASON_CHARS = 200
 # an option: a line that opens with a bold lead, bulleted, numbered or not ("**Prawn**: ...", "- **B. Redis** -- ...")
 HEAD_RE = re.compile(r"(?m)^[ \t]*(?:[-*•+][ \t]+|\d+[.)][ \t]+|#{2,4}[ \t]+)?(?:\*\*(?P<head>[^*\n]{2,80}?)\*\*|"
                      r"__(?P<head2>[^_\n]{2,80}?)__)[ \t]*(?P<rest>.*)$")
-# the turn sets out a choice between them (decisions.OPTIONS_WORD_RE, "X vs Y", "which one ...?"), not the
-# parts of one proposal ("What I'd propose: - **Server-side sessions** ... - **Absolute lifetime of 12 hours**")
-CHOICE_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either|vs\.?|versus)\b|"
-                       r"\bwhich\s+(?:one|way|of\s+the(?:se|m)|do\s+you|would\s+you)\b[^?\n]*\?", re.I)
+# the words before the list that set out a choice between its leads (decisions.OPTIONS_WORD_RE, or "X vs Y"),
+# not the parts of one proposal ("What I'd propose: - **Server-side sessions** ... - **Absolute lifetime ...**")
+VERSUS_RE = re.compile(r"\b(?:vs\.?|versus)\s", re.I)
 INTRO_CHARS = 300     # the words before the list that say it is a choice ...
 AFTER_CHARS = 400     # ... or after it, that pick from it or ask for a pick
 WAYS_RE = re.compile(r"\b(?:two|three|four|2|3|4)\b[^.:\n]{0,30}\b(?:ways|routes|paths|candidates|contenders)\b", re.I)
@@ -40,7 +41,7 @@ GENERIC_HEAD_RE = re.compile(r"^(?:pros?|cons?|upsides?|downsides?|trade-?offs?|
                              r"next\s+steps?|current\s+state|today|now|before|after|example|e\.g|important|warning)\b",
                              re.I)
 # a lead that argues rather than names an option: "Not atomic with the DB write", "TTL vs retry window"
-REASON_HEAD_RE = re.compile(r"^(?:not|never|don'?t|doesn'?t|can'?t|won'?t)\b|\b(?:vs\.?|versus)\s", re.I)
+REASON_HEAD_RE = re.compile(r"^(?:not|never|don'?t|doesn'?t|can'?t|won'?t)\b|" + VERSUS_RE.pattern, re.I)
 # a sentence that gives the option's downside
 DOWNSIDE_RE = re.compile(r"\b(?:but|however|downsides?|drawbacks?|cons?|catch|costs?|slow(?:er)?|risk\w*|needs?|"
                          r"requires?|can'?t|cannot|won'?t|doesn'?t|isn'?t|aren'?t|lacks?|no\s+longer|heavier|bigger|"
@@ -89,7 +90,8 @@ def offered(prose: str):
     # do you want to go?"); "an intermediate option would be ..." after a list of what a vendor does is not
     intro = prose[max(0, heads[0].start() - INTRO_CHARS):heads[0].start()]
     after = prose[heads[-1].end():heads[-1].end() + AFTER_CHARS]
-    if not (CHOICE_RE.search(intro) or WAYS_RE.search(intro) or PICKS_RE.search(after)
+    if not (OPTIONS_WORD_RE.search(intro) or VERSUS_RE.search(intro) or WAYS_RE.search(intro)
+            or PICKS_RE.search(after)
             or all(LETTERED_RE.match((m.group("head") or m.group("head2")) + " ") for m in heads)):
         return None
     out = []

@@ -431,7 +431,7 @@ def test_a_decision_shown_short_is_charged_for_the_short_line():
     recs = [{"id": "r%d" % i, "type": "decision", "status": "active", "confidence": 0.9, "text": text % i,
              "tokens": 100, "times": [now - i * 3600]} for i in range(30)]
     kept, left = render.select(recs, cfg, now)
-    short = [r for r in kept if r.get("_short")]
+    short = [r for r in kept if r.get("_chars") == render.SHORT_CHARS]
     assert len(kept) - len(short) == cfg["memory"]["decisions_full"]
     assert len(short) >= 8                      # at 100 tokens each only 3 would fit after the ten whole ones
     assert all(render.line_tokens(r) < 50 for r in short)

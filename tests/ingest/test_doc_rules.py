@@ -185,12 +185,7 @@ def test_a_secret_written_into_a_document_never_reaches_the_record(env):
                                  "## Keys\n- Production uses the key %s from SSM, never a local .env file.\n\n## Refunds" % key}))
     [rec] = with_words(home, "never a local .env file")
     assert key not in rec["text"]
-    for root, _, names in os.walk(home.root):  # (the inbox keeps the transcript as the client wrote it)
-        if os.path.relpath(root, home.root).split(os.sep)[0] == "inbox":
-            continue
-        for n in names:
-            with open(os.path.join(root, n), "rb") as f:
-                assert key.encode() not in f.read(), os.path.join(root, n)
+    assert testkit.files_holding(home, key) == []
 
 
 def test_a_codex_patch_of_several_files_reads_each_document_alone():

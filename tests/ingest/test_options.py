@@ -212,7 +212,6 @@ def test_a_not_bullet_keeps_its_inline_code_and_its_first_sentence():
 
 def test_a_secret_in_an_option_never_reaches_a_record_or_the_saved_offer(env):
     """The offer waits in the cursor state between runs: it is read from redacted text, like every record."""
-    import os
     key = "sk_live_" + "51Hq8vXoPzT2kLmN0aBcDeFgHiJkLmNo"
     home, project, root = env
     c = testkit.Chat(root, project, "s-secret-offer", T0)
@@ -225,9 +224,4 @@ def test_a_secret_in_an_option_never_reaches_a_record_or_the_saved_offer(env):
     c.say("Summary: payments are called through the Stripe SDK from the worker, with its built-in retries.")
     c.stop(home, run=True)
     assert any(r["text"].startswith("Not Raw HTTP (went with Stripe SDK)") for r in rejected(home))
-    for top, _, names in os.walk(home.root):    # (the inbox keeps the transcript as the client wrote it)
-        if os.path.relpath(top, home.root).split(os.sep)[0] == "inbox":
-            continue
-        for n in names:
-            with open(os.path.join(top, n), "rb") as f:
-                assert key.encode() not in f.read(), os.path.join(top, n)
+    assert testkit.files_holding(home, key) == []
