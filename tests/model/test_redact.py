@@ -20,7 +20,7 @@ import sys
 from typing import Dict, Iterator, List, Tuple
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/
@@ -438,6 +438,7 @@ PIECES = st.sampled_from([
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(PIECES, st.text(max_size=8)), max_size=40).map("".join))
+@example("Zx81hQ2mP0vLr7TnW4sKc9Yb: sk-sk-eyJ")  # a cut secret's tail after a random token (CI, stop 29)
 def test_property_never_raises_and_is_idempotent(text):
     out, n = redact(text)
     assert isinstance(out, str) and n >= 0
