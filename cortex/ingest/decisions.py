@@ -479,7 +479,10 @@ NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way
                         # set phrases of small talk: "no worries, ...", "no doubt: ...", "not only ... but"
                         r"worr(?:y|ies)|doubts?|surprised?|kidding|joke|way|only|just|thanks|offen[cs]e|pressure|"
                         r"rush|hurry|sweat|fun|wonder|idea\s+(?:why|how|what|where|who)|clue|chance|matter|"
-                        r"bother|harm|need\s+to)\b|"
+                        r"bother|harm|need\s+to|"
+                        # an assent that starts with "no" ("no that's fine, just wanted to be sure it's intended")
+                        r"(?:that'?s|thats|this\s+is|it'?s)\s+(?:fine|ok|okay|good|great|alright|all\s+right|"
+                        r"correct|right|true|enough|it|intended|intentional|expected))\b|"
                         # the conversation itself ("no, not a decision -- just thinking aloud")
                         r"^(?:(?:a|an|the|any)\s+)?(?:(?:final|real|firm|formal|new)\s+)?(?:decision|rule|proposal|"
                         r"suggestion|question|request|plan|priority|requirement|commitment|big\s+deal|thing|"

@@ -44,13 +44,22 @@ DECISION_PATTERNS = [
 ]
 # Rejections: an approach ruled out, ideally with the reason.
 REJECTION_PATTERNS = [
-    (re.compile(r"\b(?:rejected|ruled out|abandoned|dropped|discarded|decided against|gave up on)\b", re.I), 0.7),
+    (re.compile(r"\b(?:ruled out|decided against|gave up on|rejected|abandoned)\b", re.I), 0.7),
+    # "dropped" and "discarded" say what happened to data far more often than to an idea ("the backlog is
+    # dropped", "go mod tidy dropped zap"): a rejection only when we dropped it, or it is an approach
+    (re.compile(r"\b(?:we|I)(?:'ve| have)?\s+(?:dropped|discarded)\b|\b(?:dropped|discarded)\s+(?:the\s+|that\s+|"
+                r"this\s+|our\s+|my\s+)?(?:idea|approach|option|plan|alternative|proposal|design)s?\b", re.I), 0.7),
     (re.compile(r"\b(?:won't|will not|doesn't|does not|didn't|did not|can't|cannot)\s+work\s+(?:because|since|as|here|for|with|due)", re.I), 0.7),
     (re.compile(r"\b(?:instead of|rather than)\s+\S.{0,60}?\s+because\b", re.I), 0.6),
     (re.compile(r"\b(?:not|never)\s+(?:use|using)\s+\S.{0,60}?\s+because\b", re.I), 0.6),
     (re.compile(r"\b(?:was|is)\s+(?:the\s+)?wrong\s+(?:approach|way|idea|direction|design)\b", re.I), 0.7),
     (re.compile(r"\b(?:a dead end|doesn't scale|is a bad idea)\b", re.I), 0.6),
 ]
+# what a system does to a request, not what the team turned down: "a reused key is rejected", "would be
+# rejected by the bootloader", "a replay of a rotated token being rejected", "shows the 'rejected' message"
+SYSTEM_REJECTS_RE = re.compile(r"\b(?:is|are|be|being|gets?|getting)\s+(?:\w+ly\s+)?(?:rejected|abandoned)\b|"
+                               r"\b(?:rejected|abandoned)\s+(?:by|with|if|when|whenever|unless|on|at|from|after|until)\b|"
+                               r"['\"‘“](?:rejected|abandoned)['\"’”]", re.I)
 # Learned facts: a confirmed cause, not a guess.
 LEARNED_PATTERNS = [
     (re.compile(r"\b(?:the\s+)?(?:root cause|underlying (?:issue|problem|cause))\s+(?:is|was)\b", re.I), 0.7),
@@ -194,6 +203,8 @@ def keyword_candidates(entry: B.Entry, ctx: Context, at: str) -> list:
             continue
         rtype, conf = best
         if rtype == "decision" and WEAK_OBJECT_RE.search(sent):
+            continue
+        if rtype == "rejected" and SYSTEM_REJECTS_RE.search(sent):
             continue
         if HEDGE_RE.search(sent):
             conf -= 0.3

@@ -296,6 +296,18 @@ def test_decoys_make_no_decision(env, turns):
     assert [r["text"] for r in records(home) if r["type"] in ("decision", "rejected")] == []
 
 
+def test_a_no_that_assents_turns_nothing_down(env):
+    """"no that's fine, ..." answers a check with yes: it is not "not <that's fine>" with a reason."""
+    home, project, root = env
+    c = Chat(root, project, "n", T0)
+    c.user("hm it promoted a model with lower auc than the old champion in `promote.py`. is that what we want")
+    c.tool("Read", file_path=os.path.join(project, "src", "promote.py"))
+    c.say("It's what the gate does: 0.8131 vs 0.8143 is a 0.15% drop, well inside the seed noise of `eval_auc`.")
+    c.user("no that's fine, just wanted to be sure it's intentional. ship")
+    c.stop(home)
+    assert [r["text"] for r in records(home) if r["type"] == "rejected"] == []
+
+
 def test_a_business_rule_agreed_after_reading_the_code_is_kept_though_it_names_no_code(env):
     """Before any tool was used, an accepted proposal must be about software work (the decoys above); once the
     session has read a file, a rule worded as the business says it is kept."""

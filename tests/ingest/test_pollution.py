@@ -183,6 +183,12 @@ POSITIVE = [
                 "generates new ones each time."),
     ("decision", "We chose msgpack over JSON for the exporter because payloads shrink by half."),
     ("rejected", "Redis won't work because the workers cannot reach it from the sandbox."),
+    # what the team turned down, in the words a summary uses for it
+    ("rejected", "We rejected bumping `worker_concurrency` (ffmpeg is CPU-bound, OOM risk, doesn't fix ordering)."),
+    ("rejected", "Trusting client positions and catching cheaters later from replays was rejected: the cheater "
+                 "still ruins the live match."),
+    ("rejected", "We dropped the idea of a shared Redis lock for the importer because the locks outlive the pods."),
+    ("rejected", "We ruled out UUIDv4 for order ids (index churn, unreadable in support tickets)."),
 ]
 NEGATIVE = [
     "Let me use the full module path inline instead to satisfy the compiler.",          # an intention, hedged
@@ -199,6 +205,14 @@ NEGATIVE = [
     "I'll definitely let you know how it turns out after the recital on Friday.",
     "I have been revising the recipe for my family and it turned out really tasty.",
     "My old car broke down, so I decided to get it repaired and sell it.",
+    # dropped, discarded, rejected: what happened to data or a request, not an approach turned down
+    "Fixed timestep at 30 Hz, at most 5 catch-up ticks per wakeup, then the backlog is dropped with a warning.",
+    "The payments service builds and passes, and `go mod tidy` dropped zap from go.mod.",
+    "Atlas dropped the goose `Down` sections since it does not use down files in the migration directory.",
+    "Raw `readings` are compressed after 7 days and dropped after 30 days by the retention policy.",
+    "Reusing the idempotency key there would fail on Stripe, because a reused key with new parameters is rejected.",
+    "Bikes running a release MCUboot have the release public key, so a dev-signed image is rejected by the bootloader.",
+    "Run the test image once to see the 'rejected' message in the bootloader log before the release.",
 ]
 
 
