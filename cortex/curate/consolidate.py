@@ -198,6 +198,53 @@ def states_value(text: str, num: str, unit: str) -> bool:
     return False
 
 
+QTY_CONTEXT = 6     # index terms before a quantity that say what it measures ("the cart hold is now" 10 minutes)
+QTY_MIN_SHARED = 2  # of those two quantities must share to measure the same thing
+DURATIONS = frozenset("s min h d w mo y".split())
+
+
+def quantities(text: str) -> list:
+    """[(number, unit, context)] of the quantities a text states with a unit: a duration, a size, a percentage
+    or a count of something named ("16 slots"); `unit` is "duration" for any duration (90 days and 2 years
+    measure the same kind of thing), `context` the index terms just before it, units left out."""
+    from cortex.store.terms import tokenize
+    out = []
+    for m in QTY_RE.finditer(text):
+        num, raw = m.group(1), (m.group(2) or "").lower()
+        if ":" in num:
+            continue  # a time of day ("03:30 UTC") is when, not how much
+        unit = UNIT_OF.get(raw) or (raw if raw.isalpha() and len(raw) > 2 and terms(raw) else "")
+        if not unit or unit in ("and", "or", "the", "of", "to", "in", "per", "for", "with"):
+            continue
+        unit = "duration" if unit in DURATIONS else unit
+        before = [t for t in tokenize(text[max(0, m.start() - 120):m.start()]) if t not in UNIT_TERMS
+                  and not t[:1].isdigit()]
+        out.append((num, unit, frozenset(before[-QTY_CONTEXT:])))
+    return out
+
+
+def _statement_of(text: str) -> str:
+    """A rule's first sentence: what it states, before the details and the history that may follow."""
+    return re.split(r"(?<=[.!?;])\s+(?=[A-Z`(])", text, maxsplit=1)[0]
+
+
+DOC_LEAD_RE = re.compile(r"^(?:(?P<heading>[^\n`]{1,120}) )?\(?`(?P<path>[^`\n]+)`\)?: ")
+
+
+def doc_section(rec: dict):
+    """(document, heading) of the section a record states (doc_rules.rule_text: "Money (`docs/conventions.md`):
+    ..."), when it was read from the project's documents (a provenance layer "doc"), else None."""
+    prov = rec.get("provenance") or []
+    if not any(p.get("layer") == "doc" for p in ([prov] if isinstance(prov, dict) else prov)):
+        return None
+    m = DOC_LEAD_RE.match(rec.get("text") or "")
+    return (m.group("path"), (m.group("heading") or "").strip().lower()) if m else None
+
+
+def _other_section(mine, theirs) -> bool:
+    return bool(theirs) and theirs[0] == mine[0] and theirs[1] != mine[1]
+
+
 def dice(a: frozenset, b: frozenset) -> float:
     return 2.0 * len(a & b) / (len(a) + len(b)) if a and b else 0.0
 
@@ -470,8 +517,13 @@ class Consolidator:
             if not mine:
                 mine = self._head_targets(rec)
             mine = sorted(set(mine) | set(self._setting_targets(rec)))
+            doc = doc_section(rec)
+            if doc:
+                # a section of a document replaces its own earlier statement, not the other sections of that
+                # document, which share its file and many of its words
+                mine = [rid for rid in mine if not _other_section(doc, doc_section(self.store.get(rid) or {}))]
         retired = sorted(set(self._switch_targets(rec) + self._back_targets(rec) + self._was_targets(rec) + mine +
-                             list(also)) - {rec["id"]})
+                             self._quantity_targets(rec) + list(also)) - {rec["id"]})
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         retired += self._options_of(retired, rec["id"])
@@ -538,7 +590,10 @@ class Consolidator:
         # the user named the value it replaces ("from 3 hours to 90 minutes"): the rule on the subject that
         # holds it is the one, however it is worded
         named = [rid for rid in scored if said_old & values(self.store.get(rid)["text"]) - {"not", "no"}]
-        if named and best < CHANGE_MIN_SCORE:
+        if named:
+            # ... and the rules on the subject that do not hold it are not what it replaces, however close
+            # ("fct_sales lookback is now 7 days (instead of 3 days)" replaces the 3-day lookback, not the
+            # backfill rule on fct_sales that runs in batches of 7 days)
             return sorted(set(named + switched))
         return sorted(set([rid for rid, sc in scored.items() if sc == best] if best >= CHANGE_MIN_SCORE else [])
                       | set(switched))
@@ -817,6 +872,49 @@ class Consolidator:
                     continue
                 if len(mine & (terms(other["text"]) - UNIT_TERMS) - terms(num)) >= WAS_MIN_SHARED:
                     found.add(rid)
+        return sorted(found)
+
+    def _quantity_targets(self, rec) -> list:
+        """The earlier rule of another session that measured the same thing as this one's statement with another
+        value: "The cart hold is now 10 minutes" retires "`CreateHold` ... `expiresAt = now + 15 minutes`",
+        "Raw interface messages are retained 2 years" retires "Raw HL7 messages are kept 90 days", "The
+        `snowflake` pool has 16 slots" retires "New Airflow pool `snowflake` with 8 slots".  The same kind of
+        unit (any duration is one kind), QTY_MIN_SHARED of the words just before each value in common (one of
+        them not the code both name), neither rule stating the other's value; only the closest earlier rule, and only a quantity of the statement's
+        first sentence (the rest of a report names other things)."""
+        from cortex.curate.subjects import subjects
+        mine = quantities(_statement_of(rec["text"]))
+        if not mine or reports_on_many(rec["text"]):
+            return []
+        sessions = set(record_sessions(rec))
+        code_t = frozenset(t for n in subjects(rec["text"]) for t in terms(n))
+        best, found = 0, []
+        for num, unit, ctx in mine:
+            if len(ctx) < QTY_MIN_SHARED:
+                continue
+            near = sorted(ctx)
+            seen = set()
+            for i, a in enumerate(near):
+                for b in near[i + 1:]:
+                    for rid in self._subject_matches(rec["scope_id"], "decision", frozenset((a, b)), rec["id"]):
+                        if rid in seen:
+                            continue
+                        seen.add(rid)
+                        other = self._earlier(rid, rec)
+                        if other is None or sessions & set(record_sessions(other)):
+                            continue
+                        for n2, u2, ctx2 in quantities(other["text"]):
+                            shared = len(ctx & ctx2)
+                            # ... one of them a word, not only the code both name (`fct_sales` has a lookback of
+                            # 3 days and is backfilled in batches of 7 days: two things)
+                            if (u2 != unit or shared < QTY_MIN_SHARED or not (ctx & ctx2) - code_t
+                                    or float(n2) == float(num)
+                                    or n2 in NUMBER_RE.findall(rec["text"]) or num in NUMBER_RE.findall(other["text"])):
+                                continue
+                            if shared > best:
+                                best, found = shared, [rid]
+                            elif shared == best and rid not in found:
+                                found.append(rid)
         return sorted(found)
 
     def _back_targets(self, rec) -> list:

@@ -100,3 +100,66 @@ def test_the_amendments_benchmark_runs_a_case(tmp_path, monkeypatch):
                      rules=A.RULES[:1], workdir=str(tmp_path))
     assert res["one"][0]["rule_retired"] and res["one"][0]["later_in_force"]
     assert not res["side"][0]["rule_retired"]
+
+
+def test_a_change_that_names_the_value_it_replaces_retires_only_the_rule_holding_it(env):
+    """Two rules on `fct_sales`: its lookback (3 days) and how it is backfilled (batches of 7 days).  "... is now
+    7 days (instead of 3 days)" replaces the rule that said 3 days, however close the other is in wording."""
+    home, project, root = env
+    for sid, ask, rule in [
+            ("lookback", "What lookback should `fct_sales` use for late refunds?",
+             "I'd suggest `fct_sales` reprocesses the last 3 days on every run."),
+            ("backfill", "How should we backfill `fct_sales` for all of 2023?",
+             "I'd suggest `fct_sales` is backfilled for 2023 in 53 batches of 7 days so missed refund adjustments are in, "
+             "with the lookback window vars honoured and the nightly runs untouched.")]:
+        c = testkit.Chat(root, project, sid, T0)
+        c.user(ask)
+        c.tool("Read", file_path=os.path.join(project, "dbt/models/fct_sales.sql"))
+        c.say(rule)
+        c.user("yes, go with that")
+        c.stop(home, run=True)
+    c = testkit.Chat(root, project, "later", T0 + 20 * 86400)
+    c.user("Refunds arrive up to a week late. Set the `fct_sales` lookback to 7 days instead of 3 days.")
+    c.tool("Edit", file_path=os.path.join(project, "dbt/models/fct_sales.sql"), old_string="3", new_string="7")
+    c.tool("Bash", _result="PASS=31", command="dbt build -s fct_sales")
+    c.say("Done: the `fct_sales` lookback is now 7 days (instead of 3 days), and May 1-20 was backfilled.")
+    c.user("thanks")
+    c.stop(home, run=True)
+    got = _decisions(home)
+    assert ("lookback", "superseded") in got and ("backfill", "active") in got, got
+    assert ("later", "active") in got, got
+
+
+def _agreed(home, root, project, sid, days, ask, rule, path="ops/retention.py"):
+    c = testkit.Chat(root, project, sid, T0 + days * 86400)
+    c.user(ask)
+    c.tool("Read", file_path=os.path.join(project, *path.split("/")))
+    c.say(rule)
+    c.user("yes, go with that")
+    c.stop(home, run=True)
+
+
+def test_a_later_rule_that_measures_the_same_thing_otherwise_retires_the_earlier(env):
+    """No code name in either, no "instead of": the words before each value say they measure the same thing
+    ("raw ... messages ... kept 90 days", "raw ... messages ... retained 2 years")."""
+    home, project, root = env
+    _agreed(home, root, project, "keep", 0, "How long do we keep the raw HL7 messages?",
+            "I'd suggest raw HL7 messages are kept 90 days, then deleted; parsed observations are never purged.")
+    _agreed(home, root, project, "other", 1, "How long do sessions of lab staff last?",
+            "I'd suggest lab staff sessions are kept 12 hours, then they sign in again; the purge runs at 03:30 UTC.")
+    _agreed(home, root, project, "keep2", 30, "The inspector says 90 days is too short for the interface logs.",
+            "I'd suggest raw interface messages are retained 2 years, in encrypted storage after 30 days; the purge "
+            "runs nightly at 02:30 UTC.")
+    got = _decisions(home)
+    assert ("keep", "superseded") in got and ("keep2", "active") in got, got
+    assert ("other", "active") in got, got  # another duration, of something else
+
+
+def test_a_later_rule_with_a_value_of_another_thing_leaves_the_earlier(env):
+    home, project, root = env
+    _agreed(home, root, project, "keep", 0, "How long do we keep the raw HL7 messages?",
+            "I'd suggest raw HL7 messages are kept 90 days, then deleted; parsed observations are never purged.")
+    _agreed(home, root, project, "pdf", 30, "How long should the report PDFs stay downloadable?",
+            "I'd suggest report PDFs stay downloadable for 14 days after the results are released.")
+    got = _decisions(home)
+    assert ("keep", "active") in got and ("pdf", "active") in got, got

@@ -269,3 +269,19 @@ def test_carried_lines_leave_out_the_replaced_ones():
     text = "Money (`docs/conventions.md`): All amounts are int64; Never float64, never NUMERIC; Round half to even."
     assert R.carried_lines(text, ["Never float64, never NUMERIC."]) == ["All amounts are int64", "Round half to even"]
     assert R.carried_lines("`README.md`: Idle sessions end after 15 minutes.", []) == ["Idle sessions end after 15 minutes"]
+
+
+def test_a_later_section_of_the_same_document_leaves_the_other_sections_in_force(env):
+    """Two sections of one document share its file and many words ("MQTT topics", then "QoS" in
+    `docs/mqtt.md`): the second is another rule, not the first one replaced."""
+    home = env[0]
+    topics = ("# MQTT\n\n## MQTT topics\n- All topics live under `hl/v1/{device_id}/`; `device_id` is the base MAC.\n"
+              "- `hl/v1/{device_id}/telemetry`: device to cloud, periodic readings of the thermostat.\n")
+    session(env, "s-topics", 0, ("Write", "docs/mqtt.md", {"content": topics}))
+    [first] = with_words(home, "hl/v1/{device_id}/")
+    qos = ("\n## QoS\n- `hl/v1/{device_id}/telemetry`: QoS 0, superseded by the next reading of the device.\n"
+           "- `hl/v1/{device_id}/cmd`: QoS 1, carries `cmd_id`; the device drops repeats of the last 16.\n")
+    session(env, "s-qos", 20, ("Edit", "docs/mqtt.md", {"old_string": "periodic readings of the thermostat.\n",
+                                                        "new_string": "periodic readings of the thermostat.\n" + qos}))
+    assert [r["status"] for r in with_words(home, "QoS 1", "cmd_id")] == ["active"]
+    assert read_status(home, first["id"]) == "active"
