@@ -213,8 +213,9 @@ def quantities(text: str) -> list:
         num, raw = m.group(1), (m.group(2) or "").lower()
         if ":" in num:
             continue  # a time of day ("03:30 UTC") is when, not how much
+        # a unit, or a word naming what is counted ("16 slots"; a stopword, "5 and", names nothing)
         unit = UNIT_OF.get(raw) or (raw if raw.isalpha() and len(raw) > 2 and terms(raw) else "")
-        if not unit or unit in ("and", "or", "the", "of", "to", "in", "per", "for", "with"):
+        if not unit:
             continue
         unit = "duration" if unit in DURATIONS else unit
         before = [t for t in tokenize(text[max(0, m.start() - 120):m.start()]) if t not in UNIT_TERMS
@@ -880,8 +881,8 @@ class Consolidator:
         "Raw interface messages are retained 2 years" retires "Raw HL7 messages are kept 90 days", "The
         `snowflake` pool has 16 slots" retires "New Airflow pool `snowflake` with 8 slots".  The same kind of
         unit (any duration is one kind), QTY_MIN_SHARED of the words just before each value in common (one of
-        them not the code both name), neither rule stating the other's value; only the closest earlier rule, and only a quantity of the statement's
-        first sentence (the rest of a report names other things)."""
+        them not the code both name), neither rule stating the other's value; only the closest earlier rule,
+        and only a quantity of the statement's first sentence (the rest of a report names other things)."""
         from cortex.curate.subjects import subjects
         mine = quantities(_statement_of(rec["text"]))
         if not mine or reports_on_many(rec["text"]):
