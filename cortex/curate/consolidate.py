@@ -459,16 +459,27 @@ class Consolidator:
         for rid in rec.get("related") or ():
             self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "related", me))
 
-    def _subject_matches(self, scope_id, rtype, subject_terms, exclude):
-        """Active records of that scope and type containing every subject term."""
+    def _subject_matches(self, scope_id, rtype, subject_terms, exclude, at_least=None):
+        """Active records of that scope and type containing every subject term (`at_least` of them, when
+        given: any pair of the words before a quantity, `_quantity_targets`)."""
         if not subject_terms:
             return []
+        need = min(at_least or len(subject_terms), len(subject_terms))
         found = set()
         for rid, toks in self.fresh.get((scope_id, rtype), {}).items():
-            if subject_terms <= toks:
+            if len(subject_terms & toks) >= need:
                 found.add(rid)
         con = self._con()
-        if con is not None:
+        if con is not None and need < len(subject_terms):
+            try:
+                qs = sorted(subject_terms)
+                found.update(rid for (rid,) in con.execute(
+                    "SELECT p.id FROM postings p JOIN records r ON r.id=p.id WHERE p.term IN (%s) AND r.scope_id=? "
+                    "AND r.type=? AND r.status='active' GROUP BY p.id HAVING COUNT(DISTINCT p.term)>=?"
+                    % ",".join("?" * len(qs)), qs + [scope_id, rtype, need]))
+            finally:
+                con.close()
+        elif con is not None:
             try:
                 qs = sorted(subject_terms)
                 df = dict(con.execute("SELECT term, df FROM terms WHERE term IN (%s)" % ",".join("?" * len(qs)), qs))
@@ -893,29 +904,22 @@ class Consolidator:
         for num, unit, ctx in mine:
             if len(ctx) < QTY_MIN_SHARED:
                 continue
-            near = sorted(ctx)
-            seen = set()
-            for i, a in enumerate(near):
-                for b in near[i + 1:]:
-                    for rid in self._subject_matches(rec["scope_id"], "decision", frozenset((a, b)), rec["id"]):
-                        if rid in seen:
-                            continue
-                        seen.add(rid)
-                        other = self._earlier(rid, rec)
-                        if other is None or sessions & set(record_sessions(other)):
-                            continue
-                        for n2, u2, ctx2 in quantities(other["text"]):
-                            shared = len(ctx & ctx2)
-                            # ... one of them a word, not only the code both name (`fct_sales` has a lookback of
-                            # 3 days and is backfilled in batches of 7 days: two things)
-                            if (u2 != unit or shared < QTY_MIN_SHARED or not (ctx & ctx2) - code_t
-                                    or float(n2) == float(num)
-                                    or n2 in NUMBER_RE.findall(rec["text"]) or num in NUMBER_RE.findall(other["text"])):
-                                continue
-                            if shared > best:
-                                best, found = shared, [rid]
-                            elif shared == best and rid not in found:
-                                found.append(rid)
+            for rid in self._subject_matches(rec["scope_id"], "decision", ctx, rec["id"], at_least=QTY_MIN_SHARED):
+                other = self._earlier(rid, rec)
+                if other is None or sessions & set(record_sessions(other)):
+                    continue
+                for n2, u2, ctx2 in quantities(other["text"]):
+                    shared = len(ctx & ctx2)
+                    # ... one of them a word, not only the code both name (`fct_sales` has a lookback of 3 days
+                    # and is backfilled in batches of 7 days: two things)
+                    if (u2 != unit or shared < QTY_MIN_SHARED or not (ctx & ctx2) - code_t
+                            or float(n2) == float(num)
+                            or n2 in NUMBER_RE.findall(rec["text"]) or num in NUMBER_RE.findall(other["text"])):
+                        continue
+                    if shared > best:
+                        best, found = shared, [rid]
+                    elif shared == best and rid not in found:
+                        found.append(rid)
         return sorted(found)
 
     def _back_targets(self, rec) -> list:
