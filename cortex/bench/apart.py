@@ -111,8 +111,11 @@ def make_project(proj, chats):
         os.makedirs(os.path.dirname(p), exist_ok=True)
         with open(p, "w", encoding="utf-8") as f:
             f.write(content)
+    # a fixed date makes the initial commit, so the project's scope id and every record id, the same in every
+    # run: records that tie in a ranking then come in the same order, and two runs differ only by the code
     env = dict(os.environ, GIT_AUTHOR_NAME="dev", GIT_AUTHOR_EMAIL="dev@example.test",
-               GIT_COMMITTER_NAME="dev", GIT_COMMITTER_EMAIL="dev@example.test")
+               GIT_COMMITTER_NAME="dev", GIT_COMMITTER_EMAIL="dev@example.test",
+               GIT_AUTHOR_DATE="2024-01-01T09:00:00+0000", GIT_COMMITTER_DATE="2024-01-01T09:00:00+0000")
     subprocess.run(["git", "init", "-q", "-b", "main", proj], check=True, env=env)
     subprocess.run(["git", "-C", proj, "add", "-A"], check=True, env=env)
     subprocess.run(["git", "-C", proj, "commit", "-qm", "snapshot"], check=True, env=env)
