@@ -109,7 +109,7 @@ FIRM_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|here'?s)[\s,:]+)?(?:(?:one|the|my|our
 # ("I'd already fixed it", "I'd seen this", "I'd added a test"); with its apostrophe ("the id on resend" is no "I'd")
 I_WOULD = (r"(?:(?:just|probably|also|still|actually|rather|definitely|personally|strongly)\s+)*"
            r"(?!(?:be|need|like|love|hate|want|guess|say|think|imagine|expect|hope|bet|feel|appreciate|assume|"
-           r"argue|note|mention|check|look|start|first|not|never|already|been|seen|gotten|forgotten|taken|given|"
+           r"argue|note|mention|check|look|start|first|not|never|reject|rule\s+out|advise\s+against|already|been|seen|gotten|forgotten|taken|given|"
            r"written|chosen|done|made|had|left|found|thought|tried|run|read|known|heard|rather\s+not|have\s+(?:to|"
            r"thought|expected|guessed|said|been|done|seen|liked|preferred))\b)(?![a-z]*[^e\W]ed\b)[a-z]+\b")
 PROPOSAL_RE = re.compile(
@@ -443,7 +443,7 @@ RULE_RE = re.compile(
     r"their\s+version|the\s+existing|the\s+current|the\s+old)\b|make\s+sure\s+(?:to\s+|that\s+|we\s+|you\s+)?"
     r"(?:always|never)\b|(?:we|you)\s+(?:must|should)\s+(?:always|never|not)\b|(?:it|that|this|they)\s+(?:must|"
     r"should)\s+(?:always|never)\b)|\bfrom\s+now\s+on\b|\bgoing\s+forward\b|\b(?:should|must)\s+(?:always|never)\b|"
-    r"\b(?:don'?t|do\s+not)\s+ever\b|\bmust\s+not\b|\bkeep\s+(?:ours|theirs|our\s+version|their\s+version)\b|\bis\s+(?:not\s+)?allowed\s+to\b|\bthe\s+rule\s+is\b", re.I)
+    r"\b(?:don'?t|do\s+not)\s+ever\b|\bmust\s+not\b|\bwe\s+(?:always|never)\s+(?![a-z]*ed\b)[a-z]+\b|\bkeep\s+(?:ours|theirs|our\s+version|their\s+version)\b|\bis\s+(?:not\s+)?allowed\s+to\b|\bthe\s+rule\s+is\b", re.I)
 RULE_EXCLUDE_RE = re.compile(r"\bnever\s*mind\b|\b(?:always|never)\s+(?:been|had|did|was|were|worked|works|work|fails?|"
                              r"failed|seen|saw|happens?|happened|knew|know|understood|gets?|got|used|liked|thought|"
                              r"noticed|wanted|seems?|seemed|forget|forgot|remember|tried|heard|expected|imagined|"
@@ -479,7 +479,7 @@ NOT_AN_ALT = re.compile(r"^(?:now|yet|today|really|sure|quite|exactly|that\s+way
                         # set phrases of small talk: "no worries, ...", "no doubt: ...", "not only ... but"
                         r"worr(?:y|ies)|doubts?|surprised?|kidding|joke|way|only|just|thanks|offen[cs]e|pressure|"
                         r"rush|hurry|sweat|fun|wonder|idea\s+(?:why|how|what|where|who)|clue|chance|matter|"
-                        r"bother|harm|need\s+to|"
+                        r"bother|harm|need\s+to|no|nope|nah|not|"  # "no no. <what to do instead>": an emphatic no
                         # an assent that starts with "no" ("no that's fine, just wanted to be sure it's intended")
                         r"(?:that'?s|thats|this\s+is|it'?s)\s+(?:fine|ok|okay|good|great|alright|all\s+right|"
                         r"correct|right|true|enough|it|intended|intentional|expected))\b|"
@@ -833,7 +833,10 @@ def user_turn(text: str, st: dict):
                                     st.get("exchange")) + text_
             out.extend(lead)
             out.append(("decision", text_, ACCEPTED, "accepted"))
-            return out
+            # "yes. ack only after the commit, that's the rule from now on": the user's own rule in the reply
+            # that agrees is kept too, in the user's words (a condition already appended is not said twice)
+            return out + [r for r in _stated_rules(_sentences(rest), prop, st)
+                          if not cond or _tidy(cond).rstrip(".") not in r[1]]
         if agree and not choose:
             # agreed, but to words that make no rule alone ("Proposal:" and a list, "yes" to options with no
             # pick): the assistant's restatement that follows ("Done. `fct_sales` is now incremental ...") is it
@@ -881,9 +884,21 @@ def user_turn(text: str, st: dict):
                                 USER_RULE, "rule"))
                     break
             return out + [rejection]  # the choice first, then what it was chosen over
-    # rules the user states
+    return out + _stated_rules(sents, prop, st)
+
+
+INTERJECTIONS_RE = re.compile(r"^(?:(?:no+|nope|nah|ok(?:ay)?|yes|yep|yeah|sure|hm+|wait|right|fine|good|great|"
+                              r"perfect|cool|thanks|thx|ty)\b[\s,!]*)+[.!]+\s+(?=\S)", re.I)
+
+
+def _stated_rules(sents, prop, st) -> list:
+    """The rules the user states in these sentences ("never retry on 4xx", "from now on ...")."""
+    out = []
     for s in sents:
-        s = _tidy(s)
+        # people type lower case after a full stop, so "no no. btw we always use UTC in logs. the fleet is ..."
+        # is one sentence: the exclamations that open it are not part of the rule ("180 then. keep it simple.
+        # and log boot-to-connack from now on" keeps all it says)
+        s = INTERJECTIONS_RE.sub("", _tidy(s))
         if s.endswith("?") or len(s.split()) < 3 or not RULE_RE.search(s) or RULE_EXCLUDE_RE.search(s):
             continue
         if POSTPONE_RE.search(s) and not re.search(r"\bfrom now on\b|\bgoing forward\b", s, re.I):
@@ -898,7 +913,7 @@ def user_turn(text: str, st: dict):
 
 
 RULE_LEAD_RE = re.compile(r"^(?:(?:oh|and|also|btw|so|ok(?:ay)?|actually|but|wait|one\s+more\s+thing|important|"
-                          r"note)\b[\s,:!—–-]*)+(?=\S)", re.I)
+                          r"note)\b[\s,:!—–-]*|(?:yes|yep|yeah|sure)\b[\s,.:!—–-]*)+(?=\S)", re.I)
 
 
 def _ruled_out(s: str, nxt: str):

@@ -506,3 +506,36 @@ def test_an_amendment_restated_as_replacing_the_earlier_rule_retires_it(env):
     current = [r for r in records(home, "decision") if r["status"] == "active"]
     assert any("14 days" in r["text"] for r in current), [r["text"] for r in records(home)]
     assert not any("30 days" in r["text"] and "14 days" not in r["text"] for r in current), [r["text"] for r in current]
+
+
+# -- the user's own rule beside an agreement, conventions, lower-case sentences (stop 31) ---------------
+
+def test_a_rule_the_user_states_while_agreeing_is_kept_in_their_words():
+    out = _run([("user", "the importer keeps dropping rows when the worker restarts"),
+                ("assistant", "Proposal: write each batch to `import_rows` inside one transaction and mark the "
+                              "file done only after it commits. Sound good?"),
+                ("user", "yes. mark done only after the commit, that's the rule from now on")])
+    texts = [r[1] for r in out if r[0] == "decision"]
+    assert any("one transaction" in t for t in texts)  # the proposal agreed to
+    assert any("Mark done only after the commit, that's the rule from now on" in t for t in texts)
+
+
+def test_a_convention_stated_as_what_we_always_do_is_a_rule():
+    out = _run([("assistant", "The `report_sync` job stamps `finished_at` with the server's local time."),
+                ("user", "no no. btw we always store timestamps in UTC. local time is for display only")])
+    assert [r[1] for r in out if r[0] == "decision"] == [
+        "We always store timestamps in UTC. local time is for display only."]
+    assert not [r for r in out if r[0] == "rejected"]  # "no no." turns nothing down
+
+
+@pytest.mark.parametrize("said", ["we always had flaky tests on this box", "we never tested the retry path",
+                                  "we always forget to bump the changelog"])
+def test_what_we_always_did_or_never_did_is_no_rule(said):
+    assert not [r for r in _run([("user", said)]) if r[0] == "decision"]
+
+
+def test_an_argument_against_the_alternative_is_not_the_proposal():
+    out = _run([("assistant", "We could retry the upload inside the worker instead. I'd reject that: a retry "
+                              "loop only hides the crash, and the file is still half written."),
+                ("user", "ok")])
+    assert not [r for r in out if r[0] == "decision" and r[1].lower().startswith("reject")]
