@@ -203,6 +203,19 @@ QTY_MIN_SHARED = 2  # of those two quantities must share to measure the same thi
 DURATIONS = frozenset("s min h d w mo y".split())
 
 
+# a value a rule says it had before ("(was 90)", "from 3 to 5", "90 s initially"): not one the rule states now
+FORMER_VALUE_RE = re.compile(r"\b(?:was|were|initially|originally|previously|formerly|used\s+to\s+be|from|"
+                             r"instead\s+of|rather\s+than)\s+(?:~\s*|about\s+|only\s+)?\d+(?:[.,]\d+)?|"
+                             r"\b\d+(?:[.,]\d+)?\s*[a-z%]{0,8}\s+(?:initially|originally|previously|at\s+first)\b",
+                             re.I)
+
+
+def stated_values(text: str) -> list:
+    """The numbers a text states, less those it says were the value before: "180 s after boot; Timeout
+    history: 90 s initially" states 180, so it can replace a rule that says 90 seconds."""
+    return NUMBER_RE.findall(FORMER_VALUE_RE.sub(" ", text))
+
+
 def quantities(text: str) -> list:
     """[(number, unit, context)] of the quantities a text states with a unit: a duration, a size, a percentage
     or a count of something named ("16 slots"); `unit` is "duration" for any duration (90 days and 2 years
@@ -914,7 +927,7 @@ class Consolidator:
                     # and is backfilled in batches of 7 days: two things)
                     if (u2 != unit or shared < QTY_MIN_SHARED or not (ctx & ctx2) - code_t
                             or float(n2) == float(num)
-                            or n2 in NUMBER_RE.findall(rec["text"]) or num in NUMBER_RE.findall(other["text"])):
+                            or n2 in stated_values(rec["text"]) or num in stated_values(other["text"])):
                         continue
                     if shared > best:
                         best, found = shared, [rid]

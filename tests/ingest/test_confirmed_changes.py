@@ -163,3 +163,22 @@ def test_a_later_rule_with_a_value_of_another_thing_leaves_the_earlier(env):
             "I'd suggest report PDFs stay downloadable for 14 days after the results are released.")
     got = _decisions(home)
     assert ("keep", "active") in got and ("pdf", "active") in got, got
+
+
+def test_a_later_rule_that_tells_the_old_value_as_history_still_retires_the_earlier(env):
+    """The new rule says what the value was ("... 24 months initially"): that is its history, not a second
+    value it holds, so the earlier rule that says 24 months is retired all the same."""
+    home, project, root = env
+    _agreed(home, root, project, "keep", 0, "How long do we keep the audit exports?",
+            "I'd suggest audit exports are kept 24 months in cold storage, then deleted.")
+    _agreed(home, root, project, "keep2", 30, "Legal wants the audit exports for longer.",
+            "I'd suggest the exported audit logs stay in cold storage for 36 months; history: 24 months initially, "
+            "raised for the legal hold.")
+    got = _decisions(home)
+    assert ("keep", "superseded") in got and ("keep2", "active") in got, got
+
+
+def test_a_rule_with_a_value_before_an_event_still_states_it():
+    from cortex.curate.consolidate import stated_values
+    assert stated_values("send one SMS 2 days before the appointment") == ["2"]
+    assert stated_values("retries 5 (was 3); bumped from 2 to 3 last year; 90 s initially") == ["5", "3"]
