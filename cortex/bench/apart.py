@@ -236,7 +236,9 @@ def run_corpus(corpus: str, out: str, code: str = None, quiet: bool = False, sna
     home, proj, tdir = (os.path.join(out, x) for x in ("home", "project", "transcripts"))
     os.makedirs(home, mode=0o700)
     nfiles = make_project(proj, chats)
-    env = dict(os.environ, CORTEX_HOME=home, NO_COLOR="1")
+    # one hash seed for every command: where the code walks a set, ties then fall the same way in every run
+    # (PYTHONHASHSEED of the caller wins, to measure another seed)
+    env = dict(os.environ, CORTEX_HOME=home, NO_COLOR="1", PYTHONHASHSEED=os.environ.get("PYTHONHASHSEED", "0"))
     if code:
         env["PYTHONPATH"] = os.pathsep.join([code] + [p for p in [os.environ.get("PYTHONPATH")] if p])
         where = run([sys.executable, "-c", "import cortex; print(cortex.__file__)"], env, code).stdout.strip()
