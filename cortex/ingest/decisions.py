@@ -616,17 +616,22 @@ def _proposal(prose: str, tidied: list):
 # options set out as bullets with a bold lead, in a turn that calls them options
 BOLD_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*]|\d+[.)])\s+\*\*(?P<lead>[^*\n]{3,90}?)\*\*\s*(?P<rest>[^\n]*)$")
 OPTIONS_WORD_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either)\b", re.I)
+ECHO_FILLER = frozenset("let's lets go then please pls definitely".split())
+ECHO_OTHER = 2
 ECHO_STOP = frozenset("the a an and or of to in on for with keep use go yes ok okay sure we our it its".split())
 
 
-def _echoed(first_line: str, leads: dict):
+def _echoed(first_line: str, leads: dict, bare: bool = False):
     """The label of the one option whose bold lead the reply's first clause names ("timestamp versions, yes"
-    for "**Timestamp versions.**"), else None: all its words, or two of them when it has more."""
+    for "**Timestamp versions.**"), else None: all its words, or two of them when it has more.  `bare`: the
+    clause must say little else (at most ECHO_OTHER words besides the lead's and "ok", "yes", ...)."""
     clause = re.split(r"[,.;:!?]|\s[-–—]\s", first_line, maxsplit=1)[0].lower()
     said = set(re.findall(r"[a-z0-9][\w-]*", clause))
     hits = []
     for label, opt in leads.items():
         words = [w for w in re.findall(r"[a-z0-9][\w-]*", opt["lead"].lower()) if w not in ECHO_STOP]
+        if bare and len(said - set(words) - ECHO_STOP - ECHO_FILLER) > ECHO_OTHER:
+            continue
         if words and sum(w in said for w in words) >= min(2, len(words)):
             hits.append(label)
     return hits[0] if len(hits) == 1 else None
@@ -788,7 +793,10 @@ def user_turn(text: str, st: dict):
                          "rejected"))
     first_line = prose.split("\n")[0]
     choose = CHOOSE_RE.match(first_line)
-    echo = _echoed(first_line, prop["leads"]) if prop and prop.get("leads") and not choose else None
+    # naming an option picks it ("reverse DNS. how long do we cache"), but not in a reply that talks about it
+    # and asks ("i've used loguru before and liked it tbh. whats the actual downside for us")
+    echo = (_echoed(first_line, prop["leads"], bare=_asks(prose)) if prop and prop.get("leads") and not choose
+            else None)
     agree = AGREE_RE.match(prose)
     cond_only = COND_ONLY_RE.match(prose)
     if (prop and (choose or echo or agree or cond_only) and not DECLINE_RE.match(prose)
@@ -825,7 +833,13 @@ def user_turn(text: str, st: dict):
             elif prop.get("options") and prop.get("recommended"):
                 statement = cap_first(prop["options"][prop["recommended"]].rstrip(".") + ".")
             else:
-                statement = _statement(prop.get("text") or "")
+                picked = _ordinal_pick(prop)
+                statement = picked[1] if picked else _statement(prop.get("text") or "")
+                leads = prop.get("leads") or {}
+                for other, why in sorted((prop.get("downsides") or {}).items()) if picked and leads else ():
+                    if other != picked[0] and other in leads and len(why.split()) >= 3:
+                        lead.append(("rejected", _rejection(leads[other]["lead"][:1].lower() + leads[other]["lead"][1:],
+                                                            why, None, {}), USER_REJECTED - 0.1, "rejected"))
         cond, ok = _condition(rest)
         if statement and ok and len(statement.split()) >= 3:
             text_ = _with_condition(statement, cond)
@@ -889,6 +903,36 @@ def user_turn(text: str, st: dict):
 
 INTERJECTIONS_RE = re.compile(r"^(?:(?:no+|nope|nah|ok(?:ay)?|yes|yep|yeah|sure|hm+|wait|right|fine|good|great|"
                               r"perfect|cool|thanks|thx|ty)\b[\s,!]*)+[.!]+\s+(?=\S)", re.I)
+
+
+# a question typed without its question mark opens with a question word ("whats the downside for us"); "do
+# it", "is fine" and the like open requests and statements as often as questions
+ORDINAL_REF_RE = re.compile(r"\b(?:I'?d|I\s+would|my\s+(?:pick|vote)\s+is)\s+(?:\w+\s+){0,2}?(?:the\s+)?"
+                            r"(?P<ord>first|second|third|fourth|last)(?:\s+(?:one|option|approach))?\b", re.I)
+
+
+def _ordinal_pick(prop: dict):
+    """(key, statement) of the option a recommendation names by its place ("I'd do the first."), or None."""
+    m = ORDINAL_REF_RE.search(prop.get("text") or "")
+    items = prop.get("leads") or prop.get("numbered") or {}
+    if not m or not items:
+        return None
+    keys = sorted(items, key=lambda k: int(k) if k.isdigit() else 0)
+    idx = ORDINALS[m.group("ord").lower()]
+    if not -len(keys) <= idx < len(keys):
+        return None
+    item = items[keys[idx]]
+    text = item["text"] if isinstance(item, dict) else item
+    return keys[idx], cap_first(_tidy(text).rstrip(".") + ".")
+
+
+WH_START_RE = re.compile(r"^\s*(?:(?:but|and|so|ok|okay)\s+)?(?:what|whats|what's|why|how|hows|how's|who|where|"
+                         r"which)\b", re.I)
+
+
+def _asks(prose: str) -> bool:
+    """Whether a turn asks something: a sentence ends with "?" or opens with a question word."""
+    return any(x.rstrip().endswith("?") or WH_START_RE.match(x) for x in LOOSE_SENT_RE.split(prose) if x and x.strip())
 
 
 def _stated_rules(sents, prop, st) -> list:
@@ -1250,12 +1294,13 @@ def asks_about(text: str, proposal: dict) -> bool:
     it off, and points back at it or shares a word with it ("5 min enough with their retries?" after "reject
     anything more than 5 minutes old")."""
     prose = _prose(text).strip()
-    if "?" not in prose or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose):
+    if not _asks(prose) or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose):
         return False  # (a question that puts it off, "can we do that later?", still needs a yes after it)
     if POINTS_BACK_RE.search(prose):
         return True
     from cortex.store.terms import tokenize
-    said = " ".join([proposal.get("text") or ""] + list((proposal.get("options") or {}).values()))
+    said = " ".join([proposal.get("text") or ""] + list((proposal.get("options") or {}).values())
+                    + [lead["text"] for lead in (proposal.get("leads") or {}).values()])
     return bool(set(tokenize(prose)) & set(tokenize(said)))
 
 

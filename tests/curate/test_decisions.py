@@ -539,3 +539,36 @@ def test_an_argument_against_the_alternative_is_not_the_proposal():
                               "loop only hides the crash, and the file is still half written."),
                 ("user", "ok")])
     assert not [r for r in out if r[0] == "decision" and r[1].lower().startswith("reject")]
+
+
+def test_asking_about_an_option_by_name_is_no_pick_and_the_later_yes_takes_the_recommendation():
+    out = _run([("user", "the worker's retry logic is a mess. which queue library should we use"),
+                ("assistant", "Three realistic options:\n\n"
+                              "- **Dramatiq**: retries with backoff built in, middleware for rate limits, small API.\n"
+                              "- **RQ**: very simple, but retries are manual and there is no rate limiting, so "
+                              "we would write both ourselves.\n"
+                              "- **Celery**: everything, but heavy to run and configure for a team of two.\n\n"
+                              "I'd go with Dramatiq."),
+                ("user", "i've used rq before and liked it tbh. whats the actual downside for us"),
+                ("assistant", "For us: the retry and rate-limit code is exactly what we'd have to write by hand "
+                              "with RQ, and that is the code that is a mess today."),
+                ("user", "ok fair, dramatiq it is")])
+    decisions = [r[1] for r in out if r[0] == "decision"]
+    assert decisions and all("dramatiq" in d.lower() for d in decisions), decisions
+    assert not any(d.lower().startswith("rq") for d in decisions)
+
+
+def test_a_recommendation_by_place_agreed_after_a_side_question_is_the_option_it_names():
+    out = _run([("user", "the export job runs out of memory on the big tenants"),
+                ("assistant", "Options:\n\n"
+                              "- **Stream rows with a server-side cursor.** Memory stays flat whatever the size.\n"
+                              "- **Raise the worker to 8 GB.** Quick, but the biggest tenant doubles every year, "
+                              "so we would be back here next spring.\n\n"
+                              "I'd do the first."),
+                ("user", "does the csv writer even support streaming?"),
+                ("assistant", "Yes, `csv.writer` writes row by row; only our `build_rows()` collects a list."),
+                ("user", "ok. lets do that")])
+    [decision] = [r[1] for r in out if r[0] == "decision"]
+    assert "Stream rows with a server-side cursor. Memory stays flat whatever the size." in decision
+    assert any(r[0] == "rejected" and "raise the worker to 8 GB" in r[1] and "doubles every year" in r[1]
+               for r in out)
