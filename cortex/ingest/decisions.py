@@ -109,7 +109,8 @@ FIRM_RE = re.compile(r"^(?:(?:so|ok(?:ay)?|here'?s)[\s,:]+)?(?:(?:one|the|my|our
 # ("I'd already fixed it", "I'd seen this", "I'd added a test"); with its apostrophe ("the id on resend" is no "I'd")
 I_WOULD = (r"(?:(?:just|probably|also|still|actually|rather|definitely|personally|strongly)\s+)*"
            r"(?!(?:be|need|like|love|hate|want|guess|say|think|imagine|expect|hope|bet|feel|appreciate|assume|"
-           r"argue|note|mention|check|look|start|first|not|never|reject|rule\s+out|advise\s+against|already|been|seen|gotten|forgotten|taken|given|"
+           r"argue|note|mention|check|look|start|first|not|never|reject|rule\s+out|advise\s+against|already|"
+           r"been|seen|gotten|forgotten|taken|given|"
            r"written|chosen|done|made|had|left|found|thought|tried|run|read|known|heard|rather\s+not|have\s+(?:to|"
            r"thought|expected|guessed|said|been|done|seen|liked|preferred))\b)(?![a-z]*[^e\W]ed\b)[a-z]+\b")
 PROPOSAL_RE = re.compile(
@@ -838,8 +839,8 @@ def user_turn(text: str, st: dict):
                 leads = prop.get("leads") or {}
                 for other, why in sorted((prop.get("downsides") or {}).items()) if picked and leads else ():
                     if other != picked[0] and other in leads and len(why.split()) >= 3:
-                        lead.append(("rejected", _rejection(leads[other]["lead"][:1].lower() + leads[other]["lead"][1:],
-                                                            why, None, {}), USER_REJECTED - 0.1, "rejected"))
+                        passed = leads[other]["lead"][:1].lower() + leads[other]["lead"][1:]
+                        lead.append(("rejected", _rejection(passed, why, None, {}), USER_REJECTED - 0.1, "rejected"))
         cond, ok = _condition(rest)
         if statement and ok and len(statement.split()) >= 3:
             text_ = _with_condition(statement, cond)
@@ -905,8 +906,7 @@ INTERJECTIONS_RE = re.compile(r"^(?:(?:no+|nope|nah|ok(?:ay)?|yes|yep|yeah|sure|
                               r"perfect|cool|thanks|thx|ty)\b[\s,!]*)+[.!]+\s+(?=\S)", re.I)
 
 
-# a question typed without its question mark opens with a question word ("whats the downside for us"); "do
-# it", "is fine" and the like open requests and statements as often as questions
+# a recommendation that names an option by its place ("I'd do the first.")
 ORDINAL_REF_RE = re.compile(r"\b(?:I'?d|I\s+would|my\s+(?:pick|vote)\s+is)\s+(?:\w+\s+){0,2}?(?:the\s+)?"
                             r"(?P<ord>first|second|third|fourth|last)(?:\s+(?:one|option|approach))?\b", re.I)
 
@@ -926,6 +926,8 @@ def _ordinal_pick(prop: dict):
     return keys[idx], cap_first(_tidy(text).rstrip(".") + ".")
 
 
+# a question typed without its question mark opens with a question word ("whats the downside for us"); "do
+# it", "is fine" and the like open requests and statements as often as questions
 WH_START_RE = re.compile(r"^\s*(?:(?:but|and|so|ok|okay)\s+)?(?:what|whats|what's|why|how|hows|how's|who|where|"
                          r"which)\b", re.I)
 
