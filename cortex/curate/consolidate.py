@@ -74,6 +74,7 @@ UNIT_OF = dict([(u, "s") for u in ("s", "sec", "secs", "second", "seconds")] +
                [(u, "w") for u in ("w", "week", "weeks")] + [(u, "mo") for u in ("month", "months")] +
                [(u, "y") for u in ("y", "year", "years")] + [(u, "%") for u in ("%", "percent")] +
                [(u, u) for u in ("ms", "kb", "mb", "gb", "tb", "rps", "rpm", "hz")])
+DOC_TWIN_HELD = 0.6  # ... folded only when the section holds this share of the chat's statement's index terms
 DOC_TWIN_DICE = 0.45  # a session's own statement of the rule it wrote into a document: folded into the section
 WAS_MIN_SHARED = 3  # words besides units and the value a rule shares with the one that says it replaced its value
 STATES_NOW_RE = re.compile(r"(?<!right\s)(?<!for\s)(?<!until\s)(?<!till\s)\bnow\b", re.I)
@@ -552,6 +553,7 @@ class Consolidator:
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
         retired += self._options_of(retired, rec["id"])
+        retired += self._companions_of(retired, rec["id"])
         if retired:
             self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
         return retired
@@ -674,11 +676,37 @@ class Consolidator:
                 out.append(rid)
         return sorted(out)
 
-    def doc_twins(self, rec: dict) -> list:
-        """The session's decisions that state what a document section of the same session states (Dice of
-        their index terms at least DOC_TWIN_DICE): the chat's "All money is integer pence — `IntegerField`s
-        named `*_pence` ..." beside "Money (`CONTRIBUTING.md`): All money is integer pence ...".  Two lines of
-        one rule in the block spend its budget twice; the section is the team's own wording, so the other is
+    def link_companions(self, rec: dict, rids: list):
+        """Link the section and the chat's statements it holds only part of (`doc_pairs`) as related: both
+        stay, and one retired retires the other (`_companions_of`)."""
+        for rid in rids:
+            self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "related", me))
+            self.store.update(rec["id"], lambda r, other=rid: _add_link(r, "related", other))
+
+    def _companions_of(self, retired: list, by: str) -> list:
+        """The chat's statement of a rule and the document section of the same session that holds part of
+        it (`link_companions`): one retired, the other goes with it."""
+        gone = []
+        for rid in retired:
+            me = self.store.get(rid) or {}
+            mine_doc = any(p.get("layer") == "doc" for p in me.get("provenance") or ())
+            for oid in me.get("related") or ():
+                other = self.store.get(oid)
+                if (not other or oid == by or oid in retired or oid in gone or other["type"] != "decision"
+                        or other.get("status") != "active"
+                        or not set(record_sessions(me)) & set(record_sessions(other))
+                        or any(p.get("layer") == "doc" for p in other.get("provenance") or ()) == mine_doc):
+                    continue
+                self.store.update(oid, lambda r, b=by: _retire(r, b))
+                gone.append(oid)
+        return gone
+
+    def doc_pairs(self, rec: dict) -> list:
+        """[(id, held)]: the session's decisions that state what a document section of the same session states
+        (Dice of their index terms at least DOC_TWIN_DICE): the chat's "All money is integer pence —
+        `IntegerField`s named `*_pence` ..." beside "Money (`CONTRIBUTING.md`): All money is integer pence ...";
+        `held` when the section holds DOC_TWIN_HELD of the chat's statement.  Two lines of one rule in the
+        block spend its budget twice; the section is the team's own wording, so the other is
         folded into it (`fold_twin`).  Either may come first; only records written in this run are looked at."""
         if rec.get("type") != "decision" or rec.get("status") != "active":
             return []
@@ -694,11 +722,12 @@ class Consolidator:
                 continue
             other_doc = any(p.get("layer") == "doc" for p in other.get("provenance") or ())
             if mine_doc != other_doc:
-                out.append(rid)
+                said, section = (other_t, toks) if mine_doc else (toks, other_t)
+                out.append((rid, len(said & section) >= DOC_TWIN_HELD * len(said)))
         return sorted(out)
 
     def fold_twin(self, rec: dict, twins: list) -> list:
-        """Fold the chat's statement into the document section (see `doc_twins`): it is superseded by the
+        """Fold the chat's statement into the document section (see `doc_pairs`): it is superseded by the
         section, which stays.  Returns the ids folded."""
         mine_doc = any(p.get("layer") == "doc" for p in rec.get("provenance") or ())
         folded = []

@@ -644,9 +644,12 @@ class Run:
                 self.cons.link_back(rec)
             if self.cons.supersede(rec, replacing=replacing, also=doc_stale):
                 self.stats["superseded"] = self.stats.get("superseded", 0) + 1
-            twins = self.cons.doc_twins(rec)
+            pairs = self.cons.doc_pairs(rec)
+            twins = [rid for rid, held in pairs if held]
             if twins:
                 self.cons.fold_twin(rec, twins)
+            else:  # a section that holds only part of the chat's statement: both stay, retired together
+                self.cons.link_companions(rec, [rid for rid, held in pairs if not held])
             if rec["type"] == "plan":
                 from cortex.curate import plans
                 plans.settle(self.cons, self.store, rec)

@@ -285,3 +285,40 @@ def test_a_later_section_of_the_same_document_leaves_the_other_sections_in_force
                                                         "new_string": "periodic readings of the thermostat.\n" + qos}))
     assert [r["status"] for r in with_words(home, "QoS 1", "cmd_id")] == ["active"]
     assert read_status(home, first["id"]) == "active"
+
+
+def _partial_section_session(env):
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-part", T0)
+    c.user("ok so: sms templates and the ticket timeline render in the building's own time zone, never the "
+           "server's. write the storage part down")
+    c.say("[MEMORY: decision] SMS templates and the ticket timeline render in `Building.timezone`, never the "
+          "server's zone; Postgres stores instants in UTC (`timestamptz`) and the API sends UTC with a `Z`.")
+    c.tool("Edit", file_path=os.path.join(project, "CONTRIBUTING.md"), old_string="## Tests", new_string=
+           "## Times\n- Postgres stores instants in UTC (`timestamptz`); the API sends UTC with a `Z`.\n\n## Tests")
+    c.say("Done.")
+    c.stop(home, run=True)
+
+
+def test_a_section_that_holds_only_part_of_what_the_chat_settled_leaves_the_chats_statement(env):
+    """The section says where times are stored; the chat settled that and how they are shown: folded into the
+    section, the chat's statement would take the rest of the rule with it (stop 31)."""
+    home = env[0]
+    _partial_section_session(env)
+    active = [r for r in decisions(home) if r["status"] == "active"]
+    chat = [r for r in active if r["text"].startswith("SMS templates and the ticket timeline render")]
+    section = [r for r in active if r["text"].startswith("Times (`CONTRIBUTING.md`)")]
+    assert chat and section, [r["text"] for r in decisions(home)]
+    assert section[0]["id"] in chat[0].get("related", []) and chat[0]["id"] in section[0].get("related", [])
+
+
+def test_the_section_replaced_later_retires_the_chats_statement_it_held_part_of(env):
+    home = env[0]
+    _partial_section_session(env)
+    [chat] = with_words(home, "SMS templates and the ticket timeline")
+    session(env, "s-part-2", 20, ("Edit", "CONTRIBUTING.md", {
+        "old_string": "## Times\n- Postgres stores instants in UTC (`timestamptz`); the API sends UTC with a `Z`.",
+        "new_string": "## Times\n- Postgres stores instants in UTC (`timestamptz`); the API sends local time with "
+                      "its offset."}))
+    assert read_status(home, chat["id"]) == "superseded"
+    assert [r["status"] for r in with_words(home, "local time with its offset")] == ["active"]
