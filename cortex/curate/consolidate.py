@@ -552,22 +552,30 @@ class Consolidator:
                              self._quantity_targets(rec) + list(also)) - {rec["id"]})
         for rid in retired:
             self.store.update(rid, lambda r, me=rec["id"]: _retire(r, me))
-        retired += self._options_of(retired, rec["id"])
-        retired += self._companions_of(retired, rec["id"])
+        retired += self._retired_with(retired, rec["id"])
         if retired:
             self.store.update(rec["id"], lambda r: any([_add_link(r, "supersedes", x) for x in retired]))
         return retired
 
-    def _options_of(self, retired: list, by: str) -> list:
-        """The options a retired decision passed over (layer "options", linked to it as related), retired with
-        it: "Not Grover (went with wicked_pdf)" no longer holds once wicked_pdf is replaced."""
+    def _retired_with(self, retired: list, by: str) -> list:
+        """What no longer holds once these decisions are retired, among the records linked to them as related:
+        the options a decision passed over (layer "options": "Not Grover (went with wicked_pdf)" no longer holds
+        once wicked_pdf is replaced), and the same session's other statement of the rule (a document section
+        and the chat's statement it holds part of, `link_companions`)."""
         gone = []
         for rid in retired:
-            for oid in (self.store.get(rid) or {}).get("related") or ():
+            me = self.store.get(rid) or {}
+            mine_doc = any(p.get("layer") == "doc" for p in me.get("provenance") or ())
+            for oid in me.get("related") or ():
                 other = self.store.get(oid)
-                if (other and other["type"] == "rejected" and other.get("status") == "active"
-                        and any(p.get("layer") == "options" for p in other.get("provenance") or ())):
-                    self.store.update(oid, lambda r, me=by: _retire(r, me))
+                if not other or other.get("status") != "active" or oid == by or oid in retired or oid in gone:
+                    continue
+                layers = {p.get("layer") for p in other.get("provenance") or ()}
+                passed_over = other["type"] == "rejected" and "options" in layers
+                companion = (other["type"] == "decision" and ("doc" in layers) != mine_doc
+                             and bool(set(record_sessions(me)) & set(record_sessions(other))))
+                if passed_over or companion:
+                    self.store.update(oid, lambda r, b=by: _retire(r, b))
                     gone.append(oid)
         return gone
 
@@ -678,28 +686,10 @@ class Consolidator:
 
     def link_companions(self, rec: dict, rids: list):
         """Link the section and the chat's statements it holds only part of (`doc_pairs`) as related: both
-        stay, and one retired retires the other (`_companions_of`)."""
+        stay, and one retired retires the other (`_retired_with`)."""
         for rid in rids:
             self.store.update(rid, lambda r, me=rec["id"]: _add_link(r, "related", me))
             self.store.update(rec["id"], lambda r, other=rid: _add_link(r, "related", other))
-
-    def _companions_of(self, retired: list, by: str) -> list:
-        """The chat's statement of a rule and the document section of the same session that holds part of
-        it (`link_companions`): one retired, the other goes with it."""
-        gone = []
-        for rid in retired:
-            me = self.store.get(rid) or {}
-            mine_doc = any(p.get("layer") == "doc" for p in me.get("provenance") or ())
-            for oid in me.get("related") or ():
-                other = self.store.get(oid)
-                if (not other or oid == by or oid in retired or oid in gone or other["type"] != "decision"
-                        or other.get("status") != "active"
-                        or not set(record_sessions(me)) & set(record_sessions(other))
-                        or any(p.get("layer") == "doc" for p in other.get("provenance") or ()) == mine_doc):
-                    continue
-                self.store.update(oid, lambda r, b=by: _retire(r, b))
-                gone.append(oid)
-        return gone
 
     def doc_pairs(self, rec: dict) -> list:
         """[(id, held)]: the session's decisions that state what a document section of the same session states
