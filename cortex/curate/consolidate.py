@@ -61,12 +61,13 @@ BACK_TO_RE = re.compile(r"\b(?:(?:go(?:es|ing)?|went|switch(?:ed|ing)?|mov(?:e|e
                         r"revert(?:s|ed|ing)?\s+(?:[\w`.-]+\s+){0,4}?to)\s+(?:the\s+)?(?P<x>`[^`]{2,60}`|[\w.+#-]{3,40})",
                         re.I | re.M)
 # a rule that says which value it replaced: "(was 12 hours)", "— was 24", "up from 4", "shortened from 15",
-# "from 3 hours to 90 minutes", "instead of 14"
+# "from 3 hours to 90 minutes", "instead of 14", "rather than 14", "90 s initially"
 _QTY = r"(\d+(?:[.:]\d+)?)\s*-?\s*(%|[A-Za-z]+)?"
 WAS_VALUE_RE = re.compile(r"\(\s*was\s+" + _QTY + r"|[—–-]\s*was\s+" + _QTY + r"|\bwas\s+previously\s+" + _QTY +
                           r"|\b(?:up|down|raised|lowered|increased|reduced|shortened|extended|changed|moved|bumped|cut)"
-                          r"\s+from\s+" + _QTY + r"|\bfrom\s+" + _QTY + r"\s+to\s+\d|\binstead\s+of\s+(?:the\s+)?" + _QTY,
-                          re.I)
+                          r"\s+from\s+" + _QTY + r"|\bfrom\s+" + _QTY + r"\s+to\s+\d|\b(?:instead\s+of|rather\s+than)\s+"
+                          r"(?:the\s+)?" + _QTY + r"|\b(?:initially|originally|formerly)\s+" + _QTY +
+                          r"|(?<![\w.])" + _QTY + r"\s+(?:initially|originally|at\s+first)\b", re.I)
 QTY_RE = re.compile(r"(?<![\w.])" + _QTY)
 UNIT_OF = dict([(u, "s") for u in ("s", "sec", "secs", "second", "seconds")] +
                [(u, "min") for u in ("m", "min", "mins", "minute", "minutes")] +
@@ -204,17 +205,11 @@ QTY_MIN_SHARED = 2  # of those two quantities must share to measure the same thi
 DURATIONS = frozenset("s min h d w mo y".split())
 
 
-# a value a rule says it had before ("(was 90)", "from 3 to 5", "90 s initially"): not one the rule states now
-FORMER_VALUE_RE = re.compile(r"\b(?:was|were|initially|originally|previously|formerly|used\s+to\s+be|from|"
-                             r"instead\s+of|rather\s+than)\s+(?:~\s*|about\s+|only\s+)?\d+(?:[.,]\d+)?|"
-                             r"\b\d+(?:[.,]\d+)?\s*[a-z%]{0,8}\s+(?:initially|originally|previously|at\s+first)\b",
-                             re.I)
-
-
 def stated_values(text: str) -> list:
-    """The numbers a text states, less those it says were the value before: "180 s after boot; Timeout
-    history: 90 s initially" states 180, so it can replace a rule that says 90 seconds."""
-    return NUMBER_RE.findall(FORMER_VALUE_RE.sub(" ", text))
+    """The numbers a text states, less those it says it replaced (WAS_VALUE_RE, as `replaced_values` reads
+    them): "180 s after boot; Timeout history: 90 s initially" states 180, so it can replace a rule that says
+    90 seconds."""
+    return NUMBER_RE.findall(WAS_VALUE_RE.sub(" ", text))
 
 
 def quantities(text: str) -> list:

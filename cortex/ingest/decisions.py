@@ -903,7 +903,7 @@ def user_turn(text: str, st: dict):
 
 
 INTERJECTIONS_RE = re.compile(r"^(?:(?:no+|nope|nah|ok(?:ay)?|yes|yep|yeah|sure|hm+|wait|right|fine|good|great|"
-                              r"perfect|cool|thanks|thx|ty)\b[\s,!]*)+[.!]+\s+(?=\S)", re.I)
+                              r"perfect|cool|thanks|thx|ty)\b[\s,!]*)+[.!,]+\s+(?=\S)", re.I)
 
 
 # a recommendation that names an option by its place ("I'd do the first.")
@@ -959,7 +959,7 @@ def _stated_rules(sents, prop, st) -> list:
 
 
 RULE_LEAD_RE = re.compile(r"^(?:(?:oh|and|also|btw|so|ok(?:ay)?|actually|but|wait|one\s+more\s+thing|important|"
-                          r"note)\b[\s,:!—–-]*|(?:yes|yep|yeah|sure)\b[\s,.:!—–-]*)+(?=\S)", re.I)
+                          r"note)\b[\s,:!—–-]*)+(?=\S)", re.I)
 
 
 def _ruled_out(s: str, nxt: str):
