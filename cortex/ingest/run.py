@@ -330,6 +330,8 @@ class Run:
         return self.writer
 
     def close_writer(self):
+        """Close the run's connections to the index: its writer and the consolidator's reader."""
+        self.cons.close()
         if self.writer is not None:
             writer, self.writer = self.writer, None
             writer.close()

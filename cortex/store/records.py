@@ -266,7 +266,6 @@ class RecordStore:
             action = "created"
         else:
             rec = dict(existing)
-            before = dump(existing)
             provs = list(rec.get("provenance") or [])
             same = [p for p in provs if p.get("client") == prov["client"] and p.get("session") == prov["session"]]
             if not same:
@@ -297,8 +296,9 @@ class RecordStore:
                 rec["status"] = "active"  # seen again: it matters after all
                 rec.pop("archived_at", None)
             action = "merged"
-            rec["tokens"] = self._tokens(rec["text"])  # counted once: the text is not changed below
-            if dump(rec) == before:
+            if rec["text"] != existing.get("text") or not existing.get("tokens"):
+                rec["tokens"] = self._tokens(rec["text"])  # counted once: the text is not changed below
+            if rec == existing:  # what it read, so the same bytes: no write, no fsync
                 return rec, "unchanged"
         self.write(rec)
         return rec, action
