@@ -20,6 +20,7 @@ import functools
 import re
 
 from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any, subjects, unmark
+from cortex.ingest.options import OPTIONS_WORD_RE, offered
 
 ACCEPTED, ACCEPTED_SUMMED, USER_RULE, USER_REJECTED, SUMMED = 0.9, 0.95, 0.9, 0.9, 0.8
 CHANGED = 0.85  # a change the user asked for and the assistant confirmed, kept when it replaces a rule
@@ -33,12 +34,15 @@ AGREE_RE = re.compile(
     r"makes sense|is fine)|works for me|fine by me|makes sense|right|true|fair(?: enough)?|good point|lgtm|looks good(?: to me)?|perfect|great|good|fine|deal|correct|exactly|"
     r"approved|(?:ok(?:ay)?,?\s+)?(?:do|let'?s do) (?:it|that)(?: then)?|do it|do that|go (?:for it|ahead)|go(?=\W*$)|ship it|please do|let'?s do (?:it|that|this)|let'?s go with (?:that|"
     r"this|it)|go with (?:that|this|it)|\+1)\b(?![-'])|👍)" + _ + r")+", re.I)
+# "the second one." on its own picks by place, as "go with the second" does ("the first one failed" does not)
+_PLACE = r"(?:first|second|third|fourth|last)(?:\s+(?:one|option|approach))?"
 CHOOSE_RE = re.compile(r"^\s*(?:\*\*)?(?P<bare>[A-Z1-9])(?:\*\*)?(?:[.,:!)]|\s*$|\s+(?:but|and|with|then|please|pls)\b)|"
                        r"^\s*(?:(?:ok(?:ay)?|yes|yeah|sure|hmm+|right)" + _ + r")?(?:let'?s\s+)?(?:go\s+with|take|pick|"
                        r"choose|i'?d\s+(?:go\s+with|take|pick)|do|prefer)?\s*(?:option|approach|choice|variant|plan|"
-                       r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:let'?s\s+)?"
-                       r"(?:go\s+with|take|pick|choose)\s+(?:the\s+)?(?P<ord>first|second|third|fourth|last)"
-                       r"(?:\s+(?:one|option|approach))?\b", re.I)
+                       r"number|#)\s*(?P<label>[A-Z1-9])\b|^\s*(?:(?:ok(?:ay)?|yes|yeah)" + _ + r")?(?:(?:let'?s\s+)?"
+                       r"(?:go\s+with|take|pick|choose)\s+(?:the\s+)?|the\s+(?=" + _PLACE + r"\s*(?:[.,;:!]|$|(?:but|"
+                       r"and|please|pls|then)\b)))(?P<ord>first|second|third|fourth|last)(?:\s+(?:one|option|approach))?\b",
+                       re.I)
 ORDINALS = {"first": 0, "second": 1, "third": 2, "fourth": 3, "last": -1}
 # a reply that only adds the condition ("only if the cache is cold", "except for admin users")
 COND_ONLY_RE = re.compile(r"^\s*(?:but\s+)?(?:only\s+(?:if|for|when|on|in)|except(?:\s+for|\s+when|\s+if)?|as\s+long\s+as|"
@@ -549,7 +553,7 @@ def _proposal(prose: str, tidied: list):
             if against:
                 downsides[label] = against.group("reason").strip().rstrip(".")
     rec = RECOMMEND_RE.search(prose)
-    numbered = {}
+    numbered, by_number = {}, False
     if not options:
         # a numbered list is the options when the turn picks one by its number ("I'd go with 2"); else the
         # reply may pick one by number ("2, but cap each batch at 7 days"), so it is kept aside for that
@@ -558,14 +562,16 @@ def _proposal(prose: str, tidied: list):
             if m.group("n") not in numbered and len(body.split()) >= 2:
                 numbered[m.group("n")] = body
         if rec and rec.group("label") in numbered:
-            options, numbered = numbered, {}
+            options, numbered, by_number = numbered, {}, True
     recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
     leads = {}
-    if not options and OPTIONS_WORD_RE.search(prose):
+    # (a numbered list the turn recommends from keeps its bold leads too: the reply may name one, "the
+    # constraint." for "4. **An exclusion constraint** on appointments")
+    if (not options or by_number) and (OPTIONS_WORD_RE.search(prose) or offered(prose)):
         # "Options: - **Keep sequential numbers.** Costs nothing, but ... - **Timestamp versions.** Name files
         # ...": the reply may pick one by naming it ("timestamp versions, yes")
         for n, m in enumerate(BOLD_LEAD_RE.finditer(prose), 1):
-            body = _tidy(m.group("lead") + " " + m.group("rest"))
+            body = _tidy(m.group("lead") + ("" if m.group("rest")[:1] in ":;,." else " ") + m.group("rest"))
             leads[str(n)] = {"lead": _tidy(m.group("lead")).rstrip(".:"), "text": body}
             against = DOWNSIDE_RE.search(body)
             if against:
@@ -616,24 +622,35 @@ def _proposal(prose: str, tidied: list):
 
 # options set out as bullets with a bold lead, in a turn that calls them options
 BOLD_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*]|\d+[.)])\s+\*\*(?P<lead>[^*\n]{3,90}?)\*\*\s*(?P<rest>[^\n]*)$")
-OPTIONS_WORD_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either)\b", re.I)
 ECHO_FILLER = frozenset("let's lets go then please pls definitely".split())
 ECHO_OTHER = 2
+ECHO_TERSE = 2  # words of a reply's first clause that name an option by one word of its lead
 ECHO_STOP = frozenset("the a an and or of to in on for with keep use go yes ok okay sure we our it its".split())
+
+
+def _first_clause_words(line: str) -> set:
+    return set(re.findall(r"[a-z0-9][\w-]*", re.split(r"[,.;:!?]|\s[-–—]\s", line, maxsplit=1)[0].lower()))
+
+
+def _terse(line: str) -> bool:
+    """Whether a reply's first clause is one or two words besides "ok", "the", "let's", ...: a name said alone."""
+    return 0 < len(_first_clause_words(line) - ECHO_STOP - ECHO_FILLER) <= ECHO_TERSE
 
 
 def _echoed(first_line: str, leads: dict, bare: bool = False):
     """The label of the one option whose bold lead the reply's first clause names ("timestamp versions, yes"
     for "**Timestamp versions.**"), else None: all its words, or two of them when it has more.  `bare`: the
     clause must say little else (at most ECHO_OTHER words besides the lead's and "ok", "yes", ...)."""
-    clause = re.split(r"[,.;:!?]|\s[-–—]\s", first_line, maxsplit=1)[0].lower()
-    said = set(re.findall(r"[a-z0-9][\w-]*", clause))
+    said = _first_clause_words(first_line)
+    # a clause of one or two words names an option by one word of its lead ("local." for "**Local
+    # notification on the device**", "the constraint." for "**An exclusion constraint**"), if only one has it
+    terse = _terse(first_line)
     hits = []
     for label, opt in leads.items():
         words = [w for w in re.findall(r"[a-z0-9][\w-]*", opt["lead"].lower()) if w not in ECHO_STOP]
         if bare and len(said - set(words) - ECHO_STOP - ECHO_FILLER) > ECHO_OTHER:
             continue
-        if words and sum(w in said for w in words) >= min(2, len(words)):
+        if words and sum(w in said for w in words) >= (1 if terse else min(2, len(words))):
             hits.append(label)
     return hits[0] if len(hits) == 1 else None
 
@@ -806,10 +823,7 @@ def user_turn(text: str, st: dict):
         if echo:
             leads = prop["leads"]
             statement = cap_first(leads[echo]["text"].rstrip(".") + ".")
-            for other, why in sorted((prop.get("downsides") or {}).items()):
-                if other != echo and other in leads and len(why.split()) >= 3:
-                    lead.append(("rejected", _rejection(leads[other]["lead"][:1].lower() + leads[other]["lead"][1:],
-                                                        why, None, {}), USER_REJECTED - 0.1, "rejected"))
+            lead.extend(_passed_over(prop, echo, leads, _lead_name))
             rest = re.split(r"[,.;:!?]", first_line, maxsplit=1)[1] if re.search(r"[,.;:!?]", first_line) else ""
             rest = re.sub(r"^\s*(?:yes|yep|yeah|ok(?:ay)?|sure|please|pls)\b[\s,.!]*", "", rest, flags=re.I)
         elif choose:
@@ -821,11 +835,13 @@ def user_turn(text: str, st: dict):
                 label = keys[idx] if -len(keys) <= idx < len(keys) else None
             if label and label.upper() in opts:
                 statement = cap_first(opts[label.upper()].rstrip(".") + ".")
-                for other, why in sorted((prop.get("downsides") or {}).items()):
-                    if other != label.upper() and other in opts and len(why.split()) >= 3:
-                        # (no subject prefix: the exchange's names are the options' details, not theirs)
-                        lead.append(("rejected", _rejection(_alt_of(opts[other]), why, None, {}),
-                                     USER_REJECTED - 0.1, "rejected"))
+                lead.extend(_passed_over(prop, label.upper(), opts, _alt_of))
+            elif choose.group("ord") and prop.get("leads"):
+                # "the second one. ulid is cute but ...": the second bold lead, whatever else the reply names
+                picked = _ordinal_pick(prop, choose.group("ord"))
+                if picked:
+                    statement = picked[1]
+                    lead.extend(_passed_over(prop, picked[0], prop["leads"], _lead_name))
             rest = prose[choose.end():]
         else:
             rest = prose[agree.end():] if agree else prose
@@ -836,12 +852,13 @@ def user_turn(text: str, st: dict):
             else:
                 picked = _ordinal_pick(prop)
                 statement = picked[1] if picked else _statement(prop.get("text") or "")
-                leads = prop.get("leads") or {}
-                for other, why in sorted((prop.get("downsides") or {}).items()) if picked and leads else ():
-                    if other != picked[0] and other in leads and len(why.split()) >= 3:
-                        passed = leads[other]["lead"][:1].lower() + leads[other]["lead"][1:]
-                        lead.append(("rejected", _rejection(passed, why, None, {}), USER_REJECTED - 0.1, "rejected"))
+                if picked and prop.get("leads"):
+                    lead.extend(_passed_over(prop, picked[0], prop["leads"], _lead_name))
         cond, ok = _condition(rest)
+        if echo and not ok and _terse(first_line) and not POSTPONE_RE.search(rest):
+            # "local. the no-network thing is real. but what about extending from another device?": the option
+            # named alone is picked; the question after it is about the choice made
+            cond, ok = "", True
         if statement and ok and len(statement.split()) >= 3:
             text_ = _with_condition(statement, cond)
             text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
@@ -911,19 +928,34 @@ ORDINAL_REF_RE = re.compile(r"\b(?:I'?d|I\s+would|my\s+(?:pick|vote)\s+is)\s+(?:
                             r"(?P<ord>first|second|third|fourth|last)(?:\s+(?:one|option|approach))?\b", re.I)
 
 
-def _ordinal_pick(prop: dict):
-    """(key, statement) of the option a recommendation names by its place ("I'd do the first."), or None."""
-    m = ORDINAL_REF_RE.search(prop.get("text") or "")
+def _ordinal_pick(prop: dict, place: str = None):
+    """(key, statement) of the option named by its place: `place` ("second"), else the place a recommendation
+    names ("I'd do the first."); None when there is none."""
+    m = ORDINAL_REF_RE.search(prop.get("text") or "") if place is None else None
     items = prop.get("leads") or prop.get("numbered") or {}
-    if not m or not items:
+    if not (m or place) or not items:
         return None
     keys = sorted(items, key=lambda k: int(k) if k.isdigit() else 0)
-    idx = ORDINALS[m.group("ord").lower()]
+    idx = ORDINALS[(place or m.group("ord")).lower()]
     if not -len(keys) <= idx < len(keys):
         return None
     item = items[keys[idx]]
     text = item["text"] if isinstance(item, dict) else item
     return keys[idx], cap_first(_tidy(text).rstrip(".") + ".")
+
+
+def _passed_over(prop: dict, pick: str, items: dict, name) -> list:
+    """Rejected candidates for the options other than `pick` that the proposal gave a downside (no subject
+    prefix: the exchange's names are the options' details, not theirs); `name(item)` says what was passed over."""
+    return [("rejected", _rejection(name(items[other]), why, None, {}), USER_REJECTED - 0.1, "rejected")
+            for other, why in sorted((prop.get("downsides") or {}).items())
+            if other != pick and other in items and len(why.split()) >= 3]
+
+
+def _lead_name(item: dict) -> str:
+    """An option's bold lead inside a sentence: "Not a ring buffer", but "Not UUIDv4", "Not ULID"."""
+    lead = item["lead"]
+    return lead[:1].lower() + lead[1:] if lead[1:2].islower() else lead
 
 
 # a question typed without its question mark opens with a question word ("whats the downside for us"); "do

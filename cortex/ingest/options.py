@@ -13,7 +13,6 @@ no decision answers (a brainstorm left open), or one whose decision names severa
 """
 import re
 
-from cortex.ingest.decisions import OPTIONS_WORD_RE
 
 OFFER_USER_TURNS = 8   # user turns an offer waits for the decision that answers it
 MAX_OPTIONS = 6        # more bold leads than this are a report's headings, not options
@@ -23,7 +22,8 @@ REASON_CHARS = 200
 # an option: a line that opens with a bold lead, bulleted, numbered or not ("**Prawn**: ...", "- **B. Redis** -- ...")
 HEAD_RE = re.compile(r"(?m)^[ \t]*(?:[-*•+][ \t]+|\d+[.)][ \t]+|#{2,4}[ \t]+)?(?:\*\*(?P<head>[^*\n]{2,80}?)\*\*|"
                      r"__(?P<head2>[^_\n]{2,80}?)__)[ \t]*(?P<rest>.*)$")
-# the words before the list that set out a choice between its leads (decisions.OPTIONS_WORD_RE, or "X vs Y"),
+OPTIONS_WORD_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|either)\b", re.I)
+# the words before the list that set out a choice between its leads (OPTIONS_WORD_RE, or "X vs Y"),
 # not the parts of one proposal ("What I'd propose: - **Server-side sessions** ... - **Absolute lifetime ...**")
 VERSUS_RE = re.compile(r"\b(?:vs\.?|versus)\s", re.I)
 INTRO_CHARS = 300     # the words before the list that say it is a choice ...

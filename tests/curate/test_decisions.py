@@ -572,3 +572,57 @@ def test_a_recommendation_by_place_agreed_after_a_side_question_is_the_option_it
     assert "Stream rows with a server-side cursor. Memory stays flat whatever the size." in decision
     assert any(r[0] == "rejected" and "raise the worker to 8 GB" in r[1] and "doubles every year" in r[1]
                for r in out)
+
+
+def test_the_second_one_picks_the_second_option_whatever_else_the_reply_names():
+    # the options are called "candidates" (no "options" word): the reply picks by place and names another
+    # option only to turn it down, which must not make that one the choice
+    out = _run([("user", "kiosk retried POST /orders and we created two. we need an idempotency key"),
+                ("assistant", "For the key's format, three candidates:\n"
+                              "- **UUIDv4**: random; downside: inserts scatter across the unique index.\n"
+                              "- **UUIDv7**: time-ordered, still a plain `uuid` column.\n"
+                              "- **ULID**: also time-ordered, but it's a `text` column and a library on each side.\n\n"
+                              "I lean to UUIDv7."),
+                ("user", "the second one. ulid is cute but i don't want text ids next to uuid everywhere")])
+    decisions = [r[1] for r in out if r[0] == "decision"]
+    assert decisions and decisions[-1].startswith("UUIDv7: time-ordered"), decisions
+    rejected = [r[1] for r in out if r[0] == "rejected"]
+    assert any(r.startswith("Not ULID") for r in rejected), rejected
+    assert not any("UUIDv7" in r for r in rejected), rejected
+
+
+def test_the_first_one_that_reports_something_is_no_pick():
+    out = _run([("user", "two ways to fix the flaky import?"),
+                ("assistant", "Options:\n\n- **Retry the batch.** Cheap, but hides the cause.\n"
+                              "- **Lock the table.** Slower, but no race.\n\nWhich one?"),
+                ("user", "the first one failed in staging already, what else is there")])
+    assert not [r for r in out if r[0] == "decision"], out
+
+
+def test_an_option_named_by_one_word_alone_is_picked_though_a_question_follows():
+    out = _run([("user", "the 'ends soon' reminder arrives late on android"),
+                ("assistant", "Options:\n"
+                              "- **Send with high priority**: wakes the phone out of Doze. Still needs network at "
+                              "that moment.\n"
+                              "- **Local notification on the device**: the app schedules it with "
+                              "`scheduleNotificationAsync` when the session starts; no network needed.\n"
+                              "- **Both**: local first, the push as a backup, so duplicates unless we dedupe."),
+                ("user", "local. the no-network thing is real, half the complaints are from the basement garage. "
+                         "but what about extending from another device?")])
+    decisions = [r[1] for r in out if r[0] == "decision"]
+    assert decisions and decisions[-1].startswith("Local notification on the device"), decisions
+    # one word shared by two options' leads names neither
+    out = _run([("user", "which cache?"),
+                ("assistant", "Options:\n- **Redis cache**: shared between pods.\n"
+                              "- **In-process cache**: no network hop, but per pod.\n\nWhich one?"),
+                ("user", "cache. what's the memory cost?")])
+    assert not [r for r in out if r[0] == "decision"], out
+
+
+def test_a_reply_that_names_an_option_alone_and_asks_more_than_that_is_still_no_pick():
+    out = _run([("user", "how do we store tooth numbers"),
+                ("assistant", "Options:\n- **Universal**: 1-32, what US dentists use.\n"
+                              "- **FDI**: two digits, quadrant first, what the rest of the world uses.\n\n"
+                              "Which one?"),
+                ("user", "fdi maybe later, what does the clearinghouse want?")])
+    assert not [r for r in out if r[0] == "decision"], out
