@@ -180,7 +180,8 @@ SUMMARY_RE = re.compile(
 RECAP_RE = re.compile(r"^\s*(?:\*\*)?(?:(?:so|ok(?:ay)?|done|great|alright|right)\s*[,.!:—–-]*\s*)*(?:(?P<strong>settled|"
                       r"agreed|decided)|recap(?:\s+for\s+[^:]{1,40})?|(?:quick\s+)?summary(?:\s+of\s+(?:the\s+)?(?:change|"
                       r"changes|fix|plan))?|for\s+the\s+record(?:,?\s+the\s+(?:behaviou?r|rule|logic)\s+is\s+now)?|"
-                      r"the\s+(?:behaviou?r|rule|logic)\s+is\s+now|in\s+short|tl;?\s*dr)(?:\*\*)?\s*[:—–]\s*(?:\*\*)?\s*"
+                      r"the\s+(?:behaviou?r|rule|logic)\s+is\s+now|in\s+short|tl;?\s*dr|(?:(?:summary|recap)\s+of\s+)?where\s+"
+                      r"we\s+(?:are\s+now|ended\s+up|landed|stand))(?:\*\*)?\s*[:—–]\s*(?:\*\*)?\s*"
                       r"(?P<body>.*)", re.I)
 # what an amendment says it replaces: the earlier rule, or (a rule amended again) the amended / current one
 _EARLIER = r"(?:earlier|old|previous|original|existing|former|prior|current|amended|last)"
@@ -621,7 +622,7 @@ def _proposal(prose: str, tidied: list):
 
 
 # options set out as bullets with a bold lead, in a turn that calls them options
-BOLD_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*]|\d+[.)])\s+\*\*(?P<lead>[^*\n]{3,90}?)\*\*\s*(?P<rest>[^\n]*)$")
+BOLD_LEAD_RE = re.compile(r"(?m)^\s*(?:[-*]|\d+[.)])\s+\*\*(?P<lead>[^*\n]{2,90}?)\*\*\s*(?P<rest>[^\n]*)$")
 ECHO_FILLER = frozenset("let's lets go then please pls definitely".split())
 ECHO_OTHER = 2
 ECHO_TERSE = 2  # words of a reply's first clause that name an option by one word of its lead
@@ -1146,6 +1147,10 @@ def step(kind: str, text: str, st: dict, key_base: str):
             st["settled"] = settled = None
     if kind == "user":
         st["accepted"] = None
+        report, st["report"] = st.get("report"), None
+        restated = _approved_report(text, report, st) if report else None
+        if restated:
+            out.append(restated)
         # the exchange: the names said since the user turn that a proposal answers, or since the last one
         answers = bool(st.get("proposal"))
         st["exchange"] = _mention(st.get("exchange"), text, "user")
@@ -1181,6 +1186,7 @@ def step(kind: str, text: str, st: dict, key_base: str):
             if last:
                 st["accepted"] = {"key": key, "text": t}
                 st["settled"] = {"key": key, "text": t, "conf": conf, "age": 0}
+                remember(st, key, t)
         change = None if any(f[0] == "decision" for f in found) else change_request(text)
         waiting = st.get("change")
         if waiting and not found and side:
@@ -1252,10 +1258,12 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 t = _moving_off(t, st)
                 out.append(("decision", t, ACCEPTED_SUMMED, "summed", acc["key"]))
                 st["settled"] = {"key": acc["key"], "text": t, "conf": ACCEPTED_SUMMED, "age": 0, "summed": True}
+                remember(st, acc["key"], t, summed=True)
             else:
                 t = _moving_off(_subject_prefix(summ, _mention(st.get("exchange"), text, "assistant")) + summ, st)
                 out.append(("decision", t, SUMMED, "summed", None))
             st["change"] = None
+        st["report"] = None if summ or not st.get("rules") else summary_of(text, weak=True, prose=prose)
         change = st.get("change")
         if change:
             done = change_confirmed(prose, change)
@@ -1293,6 +1301,45 @@ def step(kind: str, text: str, st: dict, key_base: str):
                 pending["reason"] = counter.group("reason")
         st["exchange"] = _mention(st.get("exchange"), text, "proposal" if prop else "assistant")
     return out, st
+
+
+SESSION_RULES = 6  # keyed decisions of a session that a later report may restate
+REPORT_HOLDS = 0.6  # of a decision's index terms, what the report must hold to restate it
+# the user approves the work reported ("good.", "nice work", "👍 thanks", "ship it")
+APPROVAL_RE = re.compile(r"^\W*(?:good|great|nice|perfect|lgtm|looks\s+good|ship\s+it|merge\s+it|awesome|excellent|"
+                         r"thanks|thx|ty|cool|👍)(?:\s+(?:work|job|stuff|one))?\b|^\W*👍", re.I)
+
+
+def remember(st: dict, key: str, text: str, summed: bool = False):
+    """Keep a keyed decision of the session for a later report to restate; one the assistant has already
+    summed up ("Inventory changes buffered in memory per match; flushed ... at match end; ...") is kept
+    as it is."""
+    rules = [r for r in st.get("rules") or [] if r["key"] != key]
+    st["rules"] = (rules + [{"key": key, "text": text, "summed": summed}])[-SESSION_RULES:]
+
+
+def _approved_report(text: str, report: str, st: dict):
+    """The decision the assistant's report of the work restates, as the report states it, when the user
+    approves the report ("Done: - `plates.Normalize` ... - migration 015 adds `plate_country` and
+    `plate_norm` ..." / "good."): a rule settled in pieces is often whole only there.  The report replaces
+    the session's decision whose words it holds (REPORT_HOLDS of them, the best), never adds one."""
+    prose = _prose(text).strip()
+    if not APPROVAL_RE.match(prose) or DECLINE_RE.match(prose) or UNDECIDED_RE.search(prose) or "?" in prose:
+        return None
+    from cortex.store.terms import tokenize
+    said = set(tokenize(report))
+    best = None
+    for rule in st.get("rules") or ():
+        if rule.get("summed"):
+            continue
+        terms = set(tokenize(rule["text"]))
+        held = len(terms & said) / len(terms) if terms else 0
+        if held >= REPORT_HOLDS and (best is None or held > best[0]):
+            best = (held, rule)
+    if best is None or _covered(report, best[1]["text"]):
+        return None
+    remember(st, best[1]["key"], report, summed=True)
+    return ("decision", report, ACCEPTED_SUMMED, "summed", best[1]["key"])
 
 
 # the assistant's answer to a question about its proposal takes the proposal back

@@ -615,6 +615,7 @@ def _settle(entry: B.Entry, text: str, found: list, dstate: dict, ctx: Context):
     """The exchange reader of settle.py beside the phrasings of decisions.py: a pick they did not catch is
     kept when the assistant states it after an edit; a change they read while a pick waited answers a
     choice, so it is kept even when it replaces no rule."""
+    from cortex.ingest import decisions as D
     from cortex.ingest import settle as S
     ss = dstate.get("settle") or S.initial()
     if entry.kind == B.USER:
@@ -626,8 +627,11 @@ def _settle(entry: B.Entry, text: str, found: list, dstate: dict, ctx: Context):
     if any(f[0] == "decision" and f[3] != "changed" for f in found):
         ss = S.caught(ss)  # decisions.py kept this exchange's decision in its own words
     elif said:
+        key = "settle:%s:%s" % (ctx.session, said["ref"])
         found = [f for f in found if f[3] != "changed" or f[1] not in said["used"]] + [
-            ("decision", said["text"], SETTLED, "settled", "settle:%s:%s" % (ctx.session, said["ref"]))]
+            ("decision", said["text"], SETTLED, "settled", key)]
+        dstate = dict(dstate)
+        D.remember(dstate, key, said["text"])  # a report of the work the user approves may restate it
     return found, dict(dstate, settle=ss)
 
 

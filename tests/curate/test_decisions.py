@@ -626,3 +626,43 @@ def test_a_reply_that_names_an_option_alone_and_asks_more_than_that_is_still_no_
                               "Which one?"),
                 ("user", "fdi maybe later, what does the clearinghouse want?")])
     assert not [r for r in out if r[0] == "decision"], out
+
+
+
+# the work between a pick and its report: past the turns in which the assistant's plain restatement of an
+# agreement counts (decisions.AFTER_TURNS), so only the user's approval can tie the report to the pick
+_WORK = [t for i in range(8) for t in (("user", "next file, %d" % i), ("assistant", "Migrated file %d." % i))]
+
+
+def test_a_report_of_the_work_the_user_approves_restates_the_decision_it_holds():
+    # the pick holds the library; the rule as a whole (instants in UTC, the library) meets only in the report
+    turns = [("user", "reminders went out an hour early after the DST change. how do we store times"),
+             ("assistant", "Three candidates for the time zone database:\n"
+                           "- **tzdata**: downloads IANA releases at runtime, an outbound call from every machine.\n"
+                           "- **tz** (`Tz.TimeZoneDatabase`): compiles the IANA data in at build time, no network.\n"
+                           "- **time_zone_info**: similar to tz, less used.\n\nI'd take `tz`."),
+             ("user", "tz. go")] + _WORK + [
+             ("assistant", "Prod is migrated.\n\nWhere we are now:\n"
+                           "- appointment `starts_at`/`ends_at` are `utc_datetime`, converted to local only for "
+                           "display;\n- each clinic has an IANA `time_zone`;\n- Elixir uses `Tz.TimeZoneDatabase` "
+                           "compiled in at build time, no network.")]
+    out = _run(turns + [("user", "👍 thanks")])
+    picked = [r for r in out if r[0] == "decision" and r[1].startswith("Tz (`Tz.TimeZoneDatabase`)")]
+    assert picked, out
+    restated = [r for r in out if r[0] == "decision" and "utc_datetime" in r[1]]
+    assert restated and restated[-1][1].startswith("Appointment `starts_at`"), out
+    assert restated[-1][4] == picked[0][4]  # the same record: its text replaced, no second decision
+    # no approval, or a question back: the report restates nothing
+    for reply in ("hmm why is the old column still there?", "wait, revert that"):
+        out = _run(turns + [("user", reply)])
+        assert not [r for r in out if r[0] == "decision" and "utc_datetime" in r[1]], (reply, out)
+
+
+def test_an_approved_report_that_holds_little_of_the_sessions_decision_restates_nothing():
+    out = _run([("user", "which queue for the thumbnails"),
+                ("assistant", "I'd put thumbnails on the `default` queue, they take under a second."),
+                ("user", "ok do it")] + _WORK + [
+                ("assistant", "Done:\n- bumped `ffmpeg` to 6.1 in the Dockerfile\n- fixed the flaky upload test"),
+                ("user", "great work")])
+    decisions = [r[1] for r in out if r[0] == "decision"]
+    assert decisions and not any("ffmpeg" in d for d in decisions), decisions
