@@ -566,9 +566,9 @@ def _proposal(prose: str, tidied: list):
             options, numbered, by_number = numbered, {}, True
     recommended = rec.group("label").upper() if rec and rec.group("label").upper() in options else None
     leads = {}
-    # (a numbered list the turn recommends from keeps its bold leads too: the reply may name one, "the
-    # constraint." for "4. **An exclusion constraint** on appointments")
-    if (not options or by_number) and (OPTIONS_WORD_RE.search(prose) or offered(prose)):
+    # (a numbered list the turn recommends from is a choice, and keeps its bold leads: the reply may name one,
+    # "the constraint." for "4. **An exclusion constraint** on appointments")
+    if by_number or not options and (OPTIONS_WORD_RE.search(prose) or offered(prose)):
         # "Options: - **Keep sequential numbers.** Costs nothing, but ... - **Timestamp versions.** Name files
         # ...": the reply may pick one by naming it ("timestamp versions, yes")
         for n, m in enumerate(BOLD_LEAD_RE.finditer(prose), 1):

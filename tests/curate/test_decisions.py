@@ -666,3 +666,21 @@ def test_an_approved_report_that_holds_little_of_the_sessions_decision_restates_
                 ("user", "great work")])
     decisions = [r[1] for r in out if r[0] == "decision"]
     assert decisions and not any("ffmpeg" in d for d in decisions), decisions
+
+
+def test_a_numbered_list_the_turn_recommends_from_is_a_choice_its_leads_can_be_named_by():
+    # no word says "options" and one lead is too long for a name: the recommendation makes it a choice
+    out = _run([("user", "ok what are the ways to fix the double booking for real"),
+                ("assistant", "Ways to make it atomic:\n\n"
+                              "1. **Advisory lock per operatory**: works, but every write path has to remember "
+                              "to take the lock.\n"
+                              "2. **SELECT ... FOR UPDATE on the operatory row**: same weakness, it only protects "
+                              "code that remembers it.\n"
+                              "3. **An exclusion constraint** on appointments: the database refuses two "
+                              "overlapping rows for one operatory, whatever code path writes them.\n\n"
+                              "I'd go with 3."),
+                ("user", "the constraint. is btree_gist even available on our postgres?")])
+    decisions = [r[1] for r in out if r[0] == "decision"]
+    assert decisions and "An exclusion constraint on appointments" in decisions[-1], decisions
+    rejected = [r[1] for r in out if r[0] == "rejected"]
+    assert any(r.startswith("Not advisory lock per operatory") for r in rejected), rejected
