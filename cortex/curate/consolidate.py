@@ -61,13 +61,14 @@ BACK_TO_RE = re.compile(r"\b(?:(?:go(?:es|ing)?|went|switch(?:ed|ing)?|mov(?:e|e
                         r"revert(?:s|ed|ing)?\s+(?:[\w`.-]+\s+){0,4}?to)\s+(?:the\s+)?(?P<x>`[^`]{2,60}`|[\w.+#-]{3,40})",
                         re.I | re.M)
 # a rule that says which value it replaced: "(was 12 hours)", "— was 24", "up from 4", "shortened from 15",
-# "from 3 hours to 90 minutes", "instead of 14", "rather than 14", "90 s initially"
+# "from 3 hours to 90 minutes", "instead of 14", "rather than 14", "90 s initially", "their old 15-minute timer"
 _QTY = r"(\d+(?:[.:]\d+)?)\s*-?\s*(%|[A-Za-z]+)?"
 WAS_VALUE_RE = re.compile(r"\(\s*was\s+" + _QTY + r"|[—–-]\s*was\s+" + _QTY + r"|\bwas\s+previously\s+" + _QTY +
                           r"|\b(?:up|down|raised|lowered|increased|reduced|shortened|extended|changed|moved|bumped|cut)"
                           r"\s+from\s+" + _QTY + r"|\bfrom\s+" + _QTY + r"\s+to\s+\d|\b(?:instead\s+of|rather\s+than)\s+"
                           r"(?:the\s+)?" + _QTY + r"|\b(?:initially|originally|formerly)\s+" + _QTY +
-                          r"|(?<![\w.])" + _QTY + r"\s+(?:initially|originally|at\s+first)\b", re.I)
+                          r"|(?<![\w.])" + _QTY + r"\s+(?:initially|originally|at\s+first)\b"
+                          r"|\b(?:old|previous|former)\s+" + _QTY, re.I)
 QTY_RE = re.compile(r"(?<![\w.])" + _QTY)
 UNIT_OF = dict([(u, "s") for u in ("s", "sec", "secs", "second", "seconds")] +
                [(u, "min") for u in ("m", "min", "mins", "minute", "minutes")] +

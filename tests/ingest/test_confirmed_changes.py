@@ -182,3 +182,27 @@ def test_a_rule_with_a_value_before_an_event_still_states_it():
     from cortex.curate.consolidate import stated_values
     assert stated_values("send one SMS 2 days before the appointment") == ["2"]
     assert stated_values("retries 5 (was 3); bumped from 2 to 3 last year; 90 s initially") == ["5", "3"]
+
+
+def test_an_old_value_named_as_old_is_one_the_rule_replaced():
+    from cortex.curate.consolidate import replaced_values, stated_values
+    text = "The cart hold is now 10 minutes; holds already running finish on their old 15-minute timer."
+    assert replaced_values(text) == [("15", "min")]
+    assert stated_values(text) == ["10"]
+    assert replaced_values("old version 2 of the API") == []
+
+
+
+def test_a_later_rule_that_tells_the_old_value_as_old_retires_the_rule_holding_it(env):
+    """"Holds already running finish on their old 15-minute timer" says which value the rule replaced, as
+    "(was 15 minutes)" does: the earlier rule stating 15 minutes of the hold is retired, though the words
+    before the two values share one word and no code name is in both."""
+    home, project, root = env
+    _agreed(home, root, project, "hold", 0, "how long should a room stay on hold after Reserve?",
+            "I'd suggest `CreateHold` starts the hold workflow on the booking queue and the banner counts down "
+            "15 minutes before the room goes back on sale.")
+    _agreed(home, root, project, "hold2", 30, "revenue wants shorter holds for the sale",
+            "I'd suggest the cart hold is now 10 minutes, set by `HOLD_TTL` in the booking config; holds already "
+            "running finish on their old 15-minute timer and the banner counts down from the new value.")
+    got = _decisions(home)
+    assert ("hold", "superseded") in got and ("hold2", "active") in got, got
