@@ -28,8 +28,10 @@ OPTIONS_WORD_RE = re.compile(r"\b(?:options?|alternatives?|approaches|choices|ei
 VERSUS_RE = re.compile(r"\b(?:vs\.?|versus)\s", re.I)
 INTRO_CHARS = 300     # the words before the list that say it is a choice ...
 AFTER_CHARS = 400     # ... or after it, that pick from it or ask for a pick
-WAYS_RE = re.compile(r"\b(?:two|three|four|2|3|4)\b[^.:\n]{0,30}\b(?:ways|routes|paths|candidates|contenders)\b", re.I)
-PICKS_RE = re.compile(r"\beither\s+way\b|\boption\s+(?:[A-F]|\d)\b|\bi'?d\s+(?:go\s+with|pick|take|recommend|lean)\b|"
+WAYS_RE = re.compile(r"\b(?:two|three|four|2|3|4)\b[^.:\n]{0,30}\b(?:ways|routes|paths|candidates|contenders)\b|"
+                     r"\bways\s+(?:to|of|we\s+could|you\s+could)\b|\bways\s*:", re.I)  # "Ways to do that:"
+PICKS_RE = re.compile(r"\beither\s+way\b|\boption\s+(?:[A-F]|\d)\b|"
+                      r"\bi'?d\s+(?:go\s+with|pick|take|recommend|lean|use|choose|prefer|suggest)\b|"
                       r"\b(?:i\s+)?recommend\b|\bmy\s+(?:pick|vote)\b|\b(?:which|what)\b[^?\n]{0,80}\?|"
                       r"\b(?:your\s+call|up\s+to\s+you)\b|\bor\b[^?\n]{0,60}\?", re.I)
 LABEL_RE = re.compile(r"^(?:(?:option|approach|choice|variant|plan)\s+[A-Z1-9]\b\s*[:.)—–-]*|[A-F1-9][.)])\s*", re.I)

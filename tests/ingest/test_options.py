@@ -65,6 +65,22 @@ def test_a_choice_named_before_the_list_or_picked_after_it():
                      "years.\n2. **Soft delete + purge later**: restorable for 30 days.\n\nI'd go with 2 and 30 days.")
 
 
+def test_ways_set_out_without_a_count_and_picked_with_id_use_are_a_choice():
+    """"Ways to do that:" names the choice as "three ways" does, and "I'd use the path." after the list picks
+    from it as "I'd go with" does (written apart, parking: the two versions passed over kept no rejection)."""
+    prose = ("The request shape changes, so the new form has to live next to the old one. Ways to do that:\n\n"
+             "- **Version in the path**: `/v2/scans` next to `/v1/scans`. Easy to route, visible in access logs.\n"
+             "- **Version in a header** (`Accept: application/vnd.acme.v2+json`): cleaner URLs, but invisible in the "
+             "load balancer's logs.\n"
+             "- **Make the current endpoint tolerant**: works for this change, but gives us nothing for the next "
+             "one.\n\nI'd use the path, with a fixed support window for v1.")
+    assert [o["key"] for o in O.offered(prose)] == ["version in the path", "version in a header",
+                                                     "make the current endpoint tolerant"]
+    picked = prose.replace("Ways to do that:", "Here is what I found:")
+    assert O.offered(picked)  # "I'd use" after the list
+    assert O.offered(picked.replace("I'd use the path", "The path is used by the gateway")) is None
+
+
 def test_numbered_and_lettered_options_go_by_their_names():
     opts = O.offered("Three options:\n\n**1. ChromicPDF**: Chrome via a port. Needs Chromium in the image.\n"
                      "**2. Typst**: a single static binary. Templates are a new language to learn.\n"
@@ -225,3 +241,25 @@ def test_a_secret_in_an_option_never_reaches_a_record_or_the_saved_offer(env):
     c.stop(home, run=True)
     assert any(r["text"].startswith("Not Raw HTTP (went with Stripe SDK)") for r in rejected(home))
     assert testkit.files_holding(home, key) == []
+
+
+def test_a_way_picked_by_one_word_keeps_the_ways_passed_over(env):
+    """Ways set out without a count, the assistant's "I'd use the path.", the user's "path yes.": the two other
+    ways are kept as rejected, each with its downside."""
+    home, project, root = env
+    c = testkit.Chat(root, project, "s-ways", T0)
+    c.user("the scan endpoint needs a breaking change: officers take several photos now")
+    c.say("The request shape changes, so the new form has to live next to the old one. Ways to do that:\n\n"
+          "- **Version in the path**: `/v2/scans` next to `/v1/scans`. Easy to route, visible in access logs.\n"
+          "- **Version in a header**: cleaner URLs, but invisible in the load balancer's logs and easy to get "
+          "wrong in the handheld's HTTP client.\n"
+          "- **Make the current endpoint tolerant**: works for this change, but gives us nothing for the next "
+          "breaking change.\n\nI'd use the path, and keep v1 up for 90 days after v2 ships.")
+    c.user("path yes. write it down somewhere so nobody deletes v1 early")
+    c.say("I'll put it in `docs/api/versioning.md` and add the v2 routes first.")
+    c.tool("Write", file_path=project + "/docs/api/versioning.md", content="# versions\n")
+    c.stop(home, run=True)
+    texts = sorted(r["text"] for r in rejected(home))
+    assert any(t.startswith("Not version in a header") and "load balancer" in t for t in texts), texts
+    assert any(t.startswith("Not make the current endpoint tolerant") for t in texts), texts
+    assert not any("in the path" in t for t in texts), texts
