@@ -618,7 +618,35 @@ def _proposal(prose: str, tidied: list):
         out["numbered"] = numbered
     if leads:
         out["leads"] = leads
+    mine_not = own_ruled_out(prose)
+    if mine_not:
+        out["ruled_out"] = mine_not
     return out
+
+
+# what the proposing turn itself turns down, with why ("What I'd not do: keep JWTs and add refresh tokens. It's
+# the standard pattern ..., but here ...", "I considered pushing the whole menu over MQTT, but 1.4 MB messages
+# ... is heavy", "Alternative I considered: export them to S3 and Glacier. It's cheap per GB, but ...")
+_REASON = r"(?P<reason{n}>[^\n]{{10,300}}?)(?:[.!?](?=\s|$)|\n|$)"
+OWN_NOT_RE = re.compile(
+    r"(?:^|(?<=[.!?:]\s)|(?<=\n))(?:what\s+)?I(?:'?d\s+not|\s+wouldn'?t|\s+would\s+not)\s+do\s*:\s*"
+    r"(?P<alt1>[^.!?\n]{3,160})[.!?]\s+" + _REASON.format(n=1) +
+    r"|\bI\s+(?:also\s+)?considered\s+(?!it\b|that\b|this\b|whether\b)(?P<alt2>[^,;:.!?\n]{3,120}),?\s+but\s+" +
+    _REASON.format(n=2) +
+    r"|\b(?:the\s+|an\s+|one\s+)?alternative\s+I\s+considered\s*:\s*(?P<alt3>[^.!?\n]{3,160})[.!?]\s+" +
+    _REASON.format(n=3), re.I)
+
+
+def own_ruled_out(prose: str) -> list:
+    """[(approach, reason)] a proposing turn turns down itself (OWN_NOT_RE): kept as rejections when its
+    proposal is agreed to, since then the user took the proposal with its reasons."""
+    out = []
+    for m in OWN_NOT_RE.finditer(prose or ""):
+        n = next(i for i in (1, 2, 3) if m.group("alt%d" % i))
+        alt, reason = _tidy(m.group("alt%d" % n)).strip(" ,"), _tidy(m.group("reason%d" % n)).strip()
+        if len(alt.split()) >= 2 and len(reason.split()) >= 3 and not reason.endswith("?"):
+            out.append([alt, reason.rstrip(".")])
+    return out[:3]
 
 
 # options set out as bullets with a bold lead, in a turn that calls them options
@@ -864,7 +892,7 @@ def user_turn(text: str, st: dict):
             text_ = _with_condition(statement, cond)
             text_ = _subject_prefix(text_, prop.get("text"), " ".join((prop.get("options") or {}).values()),
                                     st.get("exchange")) + text_
-            out.extend(lead)
+            out.extend(lead + _own_rejections(prop, lead))
             out.append(("decision", text_, ACCEPTED, "accepted"))
             # "yes. ack only after the commit, that's the rule from now on": the user's own rule in the reply
             # that agrees is kept too, in the user's words (a condition already appended is not said twice)
@@ -951,6 +979,16 @@ def _passed_over(prop: dict, pick: str, items: dict, name) -> list:
     return [("rejected", _rejection(name(items[other]), why, None, {}), USER_REJECTED - 0.1, "rejected")
             for other, why in sorted((prop.get("downsides") or {}).items())
             if other != pick and other in items and len(why.split()) >= 3]
+
+
+def _own_rejections(prop: dict, said: list) -> list:
+    """Rejected candidates for what the agreed proposal turned down itself (`own_ruled_out`), less those a
+    rejection of the reply already names."""
+    out = []
+    for alt, why in prop.get("ruled_out") or ():
+        if not any(alt.lower()[:30] in r[1].lower() for r in said):
+            out.append(("rejected", _rejection(alt, why, None, {}), USER_REJECTED - 0.1, "rejected"))
+    return out
 
 
 def _lead_name(item: dict) -> str:

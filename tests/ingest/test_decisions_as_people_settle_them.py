@@ -558,3 +558,32 @@ def test_a_change_away_from_a_named_choice_says_so_in_one_form_unless_it_says_it
     said = {"old": "OneSignal", "new": "FCM", "text": "We're dropping OneSignal and using FCM."}
     done = "Pushes go through FCM now, switched from OneSignal."
     assert D._as_change(done, said) == done
+
+
+def _rejections(home):
+    return [r["text"] for r in (read(p) for p in iter_paths(home.records)) if r["type"] == "rejected"]
+
+
+@pytest.mark.parametrize("ruled_out", [
+    "What I'd not do: keep JWTs and add refresh tokens with rotation. It's the standard pattern for mobile apps, "
+    "but here it's an internal app with a few hundred users.",
+    "I considered keeping JWTs with refresh tokens, but rotation and reuse detection are a lot of machinery for "
+    "an internal app with a few hundred users.",
+])
+def test_what_the_agreed_proposal_turned_down_itself_is_a_rejection(env, ruled_out):
+    """The proposing turn says what it would not do and why; the user agrees to the proposal: the approach it
+    turned down is kept as rejected with that reason. Turned down by the user, the proposal keeps nothing."""
+    home = env[0]
+    c = chat(env, "own")
+    c.tool("Read", file_path=os.path.join(env[1], "admin", "auth.py"))
+    c.say("The admin token is a 1-hour JWT with no refresh. I'd suggest server-side sessions: an opaque id in an "
+          "HttpOnly cookie, a row per session in `admin_sessions`, 12 hours absolute.\n\n" + ruled_out)
+    c.user("sounds right, go")
+    c.stop(home, run=True)
+    got = _rejections(home)
+    assert any(t.startswith("Not keep") and "refresh tokens" in t and "internal app" in t for t in got), got
+    c = chat(env, "own-declined", days=1)
+    c.say("I'd suggest server-side sessions for the partner portal, 12 hours absolute.\n\n" + ruled_out)
+    c.user("no, the partner portal stays on JWTs, the mobile app shares it")
+    c.stop(home, run=True)
+    assert len([t for t in _rejections(home) if "refresh tokens" in t]) == 1, _rejections(home)
