@@ -17,6 +17,7 @@ the function finds it; when unsure it names none.  Brainstorming, hypotheticals,
 later", the user declining and routine narration make nothing.
 """
 import functools
+import itertools
 import re
 
 from cortex.curate.subjects import cap_first, incidental, is_path, mentions_any, subjects, unmark
@@ -603,7 +604,9 @@ def _proposal(prose: str, tidied: list):
             continue  # "so I'd stick with my suggestion": the earlier proposal stands, this is not a new one
         asked = asked or s.endswith("?")
         if s.endswith(":"):  # "Proposal:" and its list: the items are the proposal
-            items = [x.rstrip(".;") for x in sents[i + 1:i + 5] if x and not x.endswith("?") and not ASK_RE.search(x)]
+            following = list(itertools.takewhile(lambda x: not OWN_NOT_HEAD_RE.match(x), sents[i + 1:i + 5]))
+            # (the list ends where the turn says what it would not do: that is a rejection, not the proposal)
+            items = [x.rstrip(".;") for x in following if x and not x.endswith("?") and not ASK_RE.search(x)]
             s = (s.rstrip(":") + ": " + "; ".join(items) + ".") if items else s
         picked.append(s)
     if not picked and not options and not leads:
@@ -635,6 +638,12 @@ OWN_NOT_RE = re.compile(
     _REASON.format(n=2) +
     r"|\b(?:the\s+|an\s+|one\s+)?alternative\s+I\s+considered\s*:\s*(?P<alt3>[^.!?\n]{3,160})[.!?]\s+" +
     _REASON.format(n=3), re.I)
+
+
+# a sentence that opens such a statement (where a "Proposal:" list the turn sets out ends)
+OWN_NOT_HEAD_RE = re.compile(r"^(?:what\s+)?I(?:'?d\s+not|\s+wouldn'?t|\s+would\s+not)\s+do\s*:|^I\s+(?:also\s+)?"
+                             r"considered\s+(?!it\b|that\b|this\b|whether\b)|^(?:the\s+|an\s+|one\s+)?alternative\s+I\s+"
+                             r"considered\s*:", re.I)
 
 
 def own_ruled_out(prose: str) -> list:
@@ -901,7 +910,7 @@ def user_turn(text: str, st: dict):
         if agree and not choose:
             # agreed, but to words that make no rule alone ("Proposal:" and a list, "yes" to options with no
             # pick): the assistant's restatement that follows ("Done. `fct_sales` is now incremental ...") is it
-            out.extend(lead)
+            out.extend(lead + _own_rejections(prop, lead))
             out.append((AGREED, "", ACCEPTED, "accepted"))
             return out
     # the user turns the proposal down with a reason ("hmm no. 1 hour before is useless, if they can't come at

@@ -587,3 +587,18 @@ def test_what_the_agreed_proposal_turned_down_itself_is_a_rejection(env, ruled_o
     c.user("no, the partner portal stays on JWTs, the mobile app shares it")
     c.stop(home, run=True)
     assert len([t for t in _rejections(home) if "refresh tokens" in t]) == 1, _rejections(home)
+
+
+def test_a_proposal_list_ends_where_the_turn_says_what_it_would_not_do():
+    """"Proposal:" and its list, then "What I'd not do: ...": a bare "yes" keeps the list as the decision and
+    what it would not do as a rejection, not one inside the other."""
+    from cortex.ingest import decisions as D
+    st = D.initial_state()
+    _, st = D.step("assistant", "Proposal:\n- sessions in `admin_sessions`, opaque id in an HttpOnly cookie\n"
+                   "- 12 hours absolute\n\nWhat I'd not do: keep JWTs and add refresh tokens with rotation. It's the "
+                   "standard pattern for mobile apps, but here it's an internal app with a few hundred users.", st, "k")
+    out = D.step("user", "yes", st, "k")[0]
+    [dec] = [x[1] for x in out if x[0] == "decision"]
+    [rej] = [x[1] for x in out if x[0] == "rejected"]
+    assert "12 hours absolute" in dec and "refresh tokens" not in dec
+    assert rej.startswith("Not keep JWTs and add refresh tokens") and "internal app" in rej
